@@ -1,0 +1,78 @@
+"""One EngineConfig, validated once, passed everywhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_DTYPES = ("auto", "float32", "float16", "bfloat16")
+_PREEMPTION_MODES = ("recompute", "swap")
+_BACKENDS = ("auto", "torch")
+
+
+@dataclass
+class EngineConfig:
+    """Everything the engine needs to know, checked in `__post_init__`.
+
+    `device` and `dtype` may be "auto": they resolve to the GPU (float16) when one is
+    present, else the CPU (float32). `num_kv_blocks=None` sizes the KV pool from memory.
+    """
+
+    model: str | None = None
+    tokenizer: str | None = None  # defaults to `model`
+    revision: str | None = None
+    dtype: str = "auto"
+    device: str = "auto"
+    seed: int = 0
+    # KV cache
+    block_size: int = 16
+    num_kv_blocks: int | None = None
+    num_cpu_blocks: int | None = None
+    kv_cache_memory_fraction: float = 0.25  # of available memory, when num_kv_blocks is None
+    swap_space_gb: float = 1.0  # CPU swap pool, when num_cpu_blocks is None
+    # Scheduling
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 16384
+    preemption_mode: str = "recompute"
+    attention_backend: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.dtype not in _DTYPES:
+            raise ValueError(f"dtype must be one of {_DTYPES}, got {self.dtype!r}")
+        if self.preemption_mode not in _PREEMPTION_MODES:
+            raise ValueError(f"preemption_mode must be one of {_PREEMPTION_MODES}, got {self.preemption_mode!r}")
+        if self.attention_backend not in _BACKENDS:
+            raise ValueError(f"attention_backend must be one of {_BACKENDS}, got {self.attention_backend!r}")
+        if self.device != "auto" and self.device.split(":")[0] not in ("cpu", "cuda"):
+            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:N]', got {self.device!r}")
+        _check_positive("block_size", self.block_size)
+        _check_positive("max_num_seqs", self.max_num_seqs)
+        _check_positive("max_num_batched_tokens", self.max_num_batched_tokens)
+        if self.num_kv_blocks is not None:
+            _check_positive("num_kv_blocks", self.num_kv_blocks)
+        if self.num_cpu_blocks is not None and self.num_cpu_blocks < 0:
+            raise ValueError(f"num_cpu_blocks must be >= 0, got {self.num_cpu_blocks}")
+        if not 0 < self.kv_cache_memory_fraction <= 1:
+            raise ValueError(f"kv_cache_memory_fraction must be in (0, 1], got {self.kv_cache_memory_fraction}")
+        if self.swap_space_gb < 0:
+            raise ValueError(f"swap_space_gb must be >= 0, got {self.swap_space_gb}")
+        if self.device == "auto":
+            self.device = "cuda" if _cuda_available() else "cpu"
+        if self.dtype == "auto":
+            self.dtype = "float16" if self.device.startswith("cuda") else "float32"
+
+    @property
+    def torch_dtype(self):
+        import torch
+
+        return getattr(torch, self.dtype)
+
+
+def _check_positive(name: str, value: int) -> None:
+    if not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()

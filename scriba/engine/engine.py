@@ -1,0 +1,241 @@
+"""The Engine: requests in, RequestOutputs out, one scheduled forward pass per `step()`."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+from collections.abc import Sequence as Seq
+
+import torch
+
+from scriba.config import EngineConfig
+from scriba.engine.block_manager import BlockManager
+from scriba.engine.inputs import InputLimits, InputProcessor, PromptType
+from scriba.engine.logits_processors import build_processors
+from scriba.engine.model_runner import ModelRunner
+from scriba.engine.outputs import CompletionOutput, RequestOutput
+from scriba.engine.sampling_params import SamplingParams
+from scriba.engine.scheduler import Scheduler
+from scriba.engine.sequence import SequenceGroup, SequenceStatus
+from scriba.models import load_model
+
+logger = logging.getLogger("scriba")
+
+
+class Engine:
+    """A paged encoder/decoder engine for one model.
+
+    `Engine("facebook/bart-large-cnn", max_num_seqs=64)`: keyword arguments fill EngineConfig.
+    Offline use: `generate(prompts, params)`. Online use: `add_request`, then `step()` until
+    `has_unfinished_requests()` is False; `abort(request_id)` at any time.
+    """
+
+    def __init__(self, model: str | None = None, **kwargs):
+        if model is None:
+            raise ValueError("Engine needs a model: a Hugging Face hub id or a local folder")
+        self.config = config = EngineConfig(model=model, **kwargs)
+        self.model, self.model_path = load_model(model, config.device, config.torch_dtype, config.revision)
+        self.tokenizer = _load_tokenizer(config.tokenizer or self.model_path)
+        m = self.model
+        self.inputs = InputProcessor(self.tokenizer, m, InputLimits(m.vocab_size, m.max_encoder_len, m.max_decoder_len))
+        self.eos_token_id = m.config.eos_token_id
+
+        bytes_per_block = ModelRunner.bytes_per_block(m, config.block_size, config.torch_dtype)
+        num_blocks = config.num_kv_blocks or self._size_kv_pool(bytes_per_block)
+        num_cpu = config.num_cpu_blocks
+        if num_cpu is None:
+            num_cpu = min(num_blocks, int(config.swap_space_gb * 2**30) // bytes_per_block)
+        self.block_manager = BlockManager(config.block_size, num_blocks, num_cpu)
+        self.scheduler = Scheduler(config, self.block_manager)
+        self.runner = ModelRunner(m, config.device, config.torch_dtype, config.block_size, num_blocks, num_cpu, config.attention_backend)
+        self.generator = torch.Generator(device=config.device).manual_seed(config.seed)
+        self.groups: dict[str, SequenceGroup] = {}
+        self._request_ids = itertools.count()
+        full = self.block_manager.num_blocks_needed(m.max_encoder_len, [m.max_decoder_len])
+        logger.info("KV cache: %d blocks of %d tokens (%.2f GiB); %d requests of full length fit", num_blocks, config.block_size, num_blocks * bytes_per_block / 2**30, num_blocks // full)
+
+    def _size_kv_pool(self, bytes_per_block: int) -> int:
+        """Blocks for `kv_cache_memory_fraction` of free memory, no more than max_num_seqs full requests need."""
+        m, bm_size = self.model, self.config.block_size
+        per_request = -(-m.max_encoder_len // bm_size) + -(-m.max_decoder_len // bm_size)
+        if self.config.device.startswith("cuda"):
+            free = torch.cuda.mem_get_info(torch.device(self.config.device))[0]
+        else:
+            free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        by_memory = int(free * self.config.kv_cache_memory_fraction) // bytes_per_block
+        return max(per_request, min(by_memory, self.config.max_num_seqs * per_request))
+
+    # -- online API ---------------------------------------------------------------------------
+    def add_request(self, request_id: str, prompt: PromptType, params: SamplingParams | None = None) -> None:
+        """Validate and queue one request; a bad one raises ValueError and changes nothing."""
+        if request_id in self.groups:
+            raise ValueError(f"request id {request_id!r} is already in use")
+        params = params or SamplingParams()
+        inputs = self.inputs.process(prompt)
+        bad = [t for t in params.token_ids_to_check() if not 0 <= t < self.model.vocab_size]
+        if bad:
+            raise ValueError(f"sampling params name token ids outside the vocabulary [0, {self.model.vocab_size}): {bad}")
+        self._check_fits(inputs.encoder_token_ids, inputs.decoder_token_ids, params)
+        generator = self.generator
+        if params.seed is not None:
+            generator = torch.Generator(device=self.config.device).manual_seed(params.seed)
+        group = SequenceGroup(request_id, inputs, params, generator, arrival=time.monotonic())
+        group.processors = build_processors(params, None if params.ignore_eos else self.eos_token_id, len(inputs.decoder_token_ids))
+        self.groups[request_id] = group
+        self.scheduler.add(group)
+
+    def _check_fits(self, encoder_ids: list[int], decoder_ids: list[int], params: SamplingParams) -> None:
+        bm = self.block_manager
+        longest = min(len(decoder_ids) + params.max_tokens, self.model.max_decoder_len)
+        need = bm.num_blocks_needed(len(encoder_ids), [longest] * params.n)
+        room = bm.num_total() - bm.watermark_blocks
+        if need > room:
+            raise ValueError(
+                f"request needs up to {need} KV blocks but the pool has {room}: raise num_kv_blocks or lower max_tokens / n"
+            )
+
+    def abort(self, request_id: str | Seq[str]) -> None:
+        for rid in [request_id] if isinstance(request_id, str) else request_id:
+            if self.groups.pop(rid, None) is not None:
+                self.scheduler.abort(rid)
+
+    def has_unfinished_requests(self) -> bool:
+        return self.scheduler.has_unfinished()
+
+    def step(self) -> list[RequestOutput]:
+        """Run one step; return the outputs of the requests it advanced (and finished)."""
+        sched = self.scheduler.schedule()
+        meta = self.scheduler.metadata
+        results = self.runner.execute(
+            [meta(g, is_prompt=True) for g in sched.prefills],
+            [meta(g, is_prompt=False) for g in sched.decodes],
+            sched.blocks_to_swap_in,
+            sched.blocks_to_swap_out,
+            sched.blocks_to_copy,
+        )
+        for group in sched.prefills + sched.decodes:
+            self._apply_samples(group, results)
+        self.scheduler.remove_finished()
+        outputs = [self._output(g) for g in sched.prefills + sched.decodes + sched.aborted]
+        for out in outputs:
+            if out.finished:
+                self.groups.pop(out.request_id, None)
+        return outputs
+
+    def _apply_samples(self, group: SequenceGroup, results) -> None:
+        for seq in group.seqs_with(SequenceStatus.RUNNING):
+            samples = results[seq.seq_id]
+            for extra in samples[1:]:  # first step of an n > 1 request: fork the samples
+                child = seq.fork()
+                self.block_manager.fork(seq.seq_id, child.seq_id)
+                child.append(extra.token_id, extra.logprob, extra.top_logprobs)
+                group.seqs.append(child)
+                self._check_stop(group, child)
+            first = samples[0]
+            seq.append(first.token_id, first.logprob, first.top_logprobs)
+            self._check_stop(group, seq)
+
+    def _check_stop(self, group: SequenceGroup, seq) -> None:
+        params, token = group.params, seq.token_ids[-1]
+        if token == self.eos_token_id and not params.ignore_eos:
+            seq.status = SequenceStatus.FINISHED_STOPPED
+        elif token in params.stop_token_ids:
+            seq.status, seq.stop_reason = SequenceStatus.FINISHED_STOPPED, token
+        elif seq.num_output_tokens >= params.max_tokens or len(seq.token_ids) >= self.model.max_decoder_len:
+            seq.status = SequenceStatus.FINISHED_LENGTH
+        else:
+            return
+        self.block_manager.free(seq.seq_id)
+
+    def _output(self, group: SequenceGroup) -> RequestOutput:
+        inputs, params = group.inputs, group.params
+        completions = []
+        for i, seq in enumerate(group.seqs):
+            ids = seq.output_token_ids
+            if params.logprobs is not None and self.tokenizer is not None:
+                for top in seq.logprobs:
+                    for tid, lp in top.items():
+                        if lp.decoded_token is None:
+                            lp.decoded_token = self.tokenizer.decode([tid])
+            completions.append(
+                CompletionOutput(
+                    index=i,
+                    text=self._decode(ids, params.skip_special_tokens),
+                    token_ids=list(ids),
+                    cumulative_logprob=seq.cumulative_logprob,
+                    logprobs=list(seq.logprobs) if params.logprobs is not None else None,
+                    finish_reason=seq.status.value if seq.status.is_finished else None,
+                    stop_reason=seq.stop_reason,
+                )
+            )
+        return RequestOutput(
+            request_id=group.request_id,
+            prompt=inputs.decoder_prompt if inputs.decoder_prompt is not None else self._decode(inputs.decoder_token_ids, False),
+            prompt_token_ids=list(inputs.decoder_token_ids),
+            encoder_prompt=inputs.encoder_prompt,
+            encoder_prompt_token_ids=list(inputs.encoder_token_ids),
+            outputs=completions,
+            finished=group.is_finished,
+        )
+
+    def _decode(self, ids: list[int], skip_special_tokens: bool) -> str:
+        return "" if self.tokenizer is None else self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    # -- offline API --------------------------------------------------------------------------
+    def generate(
+        self,
+        prompts: PromptType | Seq[PromptType],
+        sampling_params: SamplingParams | Seq[SamplingParams] | None = None,
+        use_tqdm: bool = False,
+    ) -> list[RequestOutput]:
+        """Run prompts to completion, batched; outputs in the order of the prompts.
+
+        Every prompt is validated before any runs: a bad one raises ValueError naming its
+        index, and none of this call's requests stay queued.
+        """
+        if isinstance(prompts, (str, dict)):
+            prompts = [prompts]
+        params = sampling_params if isinstance(sampling_params, Seq) else [sampling_params] * len(prompts)
+        if len(params) != len(prompts):
+            raise ValueError(f"got {len(params)} sampling params for {len(prompts)} prompts")
+        ids = [f"gen-{next(self._request_ids)}" for _ in prompts]
+        for i, (rid, prompt, p) in enumerate(zip(ids, prompts, params)):
+            try:
+                self.add_request(rid, prompt, p)
+            except (ValueError, TypeError) as e:
+                self.abort(ids[:i])
+                raise type(e)(f"prompt {i}: {e}") from None
+        finished: dict[str, RequestOutput] = {}
+        pending = set(ids)
+        bar = _progress(len(ids)) if use_tqdm else None
+        while pending:
+            outputs = self.step()
+            if not outputs and not self.scheduler.running:
+                raise RuntimeError(f"the scheduler cannot place requests {sorted(pending)}")
+            for out in outputs:
+                if out.finished and out.request_id in pending:
+                    finished[out.request_id] = out
+                    pending.discard(out.request_id)
+                    if bar is not None:
+                        bar.update(1)
+        if bar is not None:
+            bar.close()
+        return [finished[rid] for rid in ids]
+
+
+def _load_tokenizer(path: str):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError, TypeError) as e:
+        logger.warning("no tokenizer for %s (%s): text prompts are disabled, outputs carry token ids only", path, e)
+        return None
+
+
+def _progress(total: int):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="requests", unit="req")

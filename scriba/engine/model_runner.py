@@ -1,0 +1,167 @@
+"""Runs one scheduled step: pack inputs without padding, run the model, sample.
+
+Owns the KV caches (one [2, blocks, block_size, heads, head_dim] tensor per decoder layer on
+the device, and a mirror pool on the CPU for swapping) and binds them to the attention layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from scriba.engine.sampler import Sample, SampleRow, sample
+from scriba.engine.sequence import SequenceGroupMetadata
+from scriba.kernels import AttentionMetadata, get_backend
+from scriba.kernels.kv_cache import copy_blocks, swap_blocks
+
+
+@dataclass
+class StepInputs:
+    """The packed tensors of one step (see kernels/metadata.py for the layout)."""
+
+    input_ids: torch.Tensor
+    positions: torch.Tensor
+    encoder_input_ids: torch.Tensor | None
+    encoder_positions: torch.Tensor | None
+    meta: AttentionMetadata
+    sample_indices: torch.Tensor  # [num_rows] decoder token index whose logits are sampled
+    rows: list[tuple[SequenceGroupMetadata, int]]  # (group, seq id) per sampled row
+
+
+class ModelRunner:
+    def __init__(self, model, device: str, dtype: torch.dtype, block_size: int, num_device_blocks: int, num_cpu_blocks: int, backend: str = "auto"):
+        self.model = model
+        self.device = torch.device(device)
+        self.block_size = block_size
+        self.backend = get_backend(backend, self.device)
+        layers = model.decoder_attention_layers()
+        attn = layers[0][0]
+        shape = (2, block_size, attn.num_heads, attn.head_dim)
+        self.kv_caches = [torch.zeros(shape[0], num_device_blocks, *shape[1:], dtype=dtype, device=self.device) for _ in layers]
+        self.cpu_caches = [torch.zeros(shape[0], num_cpu_blocks, *shape[1:], dtype=dtype) for _ in layers]
+        for cache, ops in zip(self.kv_caches, layers):
+            for op in ops:  # self- and cross-attention of a layer share its cache
+                op.kv_cache = cache
+
+    @staticmethod
+    def bytes_per_block(model, block_size: int, dtype: torch.dtype) -> int:
+        layers = model.decoder_attention_layers()
+        attn = layers[0][0]
+        return len(layers) * 2 * block_size * attn.num_heads * attn.head_dim * torch.empty((), dtype=dtype).element_size()
+
+    @torch.inference_mode()
+    def execute(
+        self,
+        prefills: list[SequenceGroupMetadata],
+        decodes: list[SequenceGroupMetadata],
+        swap_in: list[tuple[int, int]] = (),
+        swap_out: list[tuple[int, int]] = (),
+        copies: list[tuple[int, int]] = (),
+    ) -> dict[int, list[Sample]]:
+        """Returns, per sampled sequence id, its samples (n of them on a request's first step)."""
+        swap_blocks(self.kv_caches, self.cpu_caches, list(swap_out))
+        swap_blocks(self.cpu_caches, self.kv_caches, list(swap_in))
+        copy_blocks(self.kv_caches, list(copies))
+        if not prefills and not decodes:
+            return {}
+        step = self.prepare_inputs(prefills, decodes)
+        hidden = self.model(step.input_ids, step.positions, step.meta, step.encoder_input_ids, step.encoder_positions)
+        logits = self.model.compute_logits(hidden[step.sample_indices]).float()
+        rows = [self._sample_row(group, seq_id) for group, seq_id in step.rows]
+        results = sample(logits, rows)
+        return {seq_id: samples for (_, seq_id), samples in zip(step.rows, results)}
+
+    @staticmethod
+    def _sample_row(group: SequenceGroupMetadata, seq_id: int) -> SampleRow:
+        tokens = group.token_ids[seq_id]
+        return SampleRow(
+            token_ids=tokens,
+            num_generated=len(tokens) - group.prompt_lens[seq_id],
+            params=group.params,
+            processors=group.processors,
+            generator=group.generator,
+            num_samples=group.num_samples,
+        )
+
+    def _slots(self, table: list[int], start: int, end: int) -> list[int]:
+        bs = self.block_size
+        return [table[p // bs] * bs + p % bs for p in range(start, end)]
+
+    def prepare_inputs(self, prefills: list[SequenceGroupMetadata], decodes: list[SequenceGroupMetadata]) -> StepInputs:
+        """Pack [prefill tokens | decode tokens] and build the step's attention metadata."""
+        input_ids, positions, slots, sample_indices, rows = [], [], [], [], []
+        enc_ids, enc_pos, enc_cu, cross_slots = [], [], [0], []
+        prefill_cu, cross_cu_k, cross_index = [0], [0], []
+        for group in prefills:
+            enc_start, enc_len = len(enc_ids), len(group.encoder_token_ids)
+            enc_ids += group.encoder_token_ids
+            enc_pos += range(enc_len)
+            enc_cu.append(len(enc_ids))
+            cross_slots += self._slots(group.cross_block_table, 0, enc_len)
+            for seq_id in group.seq_ids:
+                tokens = group.token_ids[seq_id]
+                input_ids += tokens
+                positions += range(len(tokens))
+                slots += self._slots(group.block_tables[seq_id], 0, len(tokens))
+                prefill_cu.append(len(input_ids))
+                cross_index += range(enc_start, enc_start + enc_len)
+                cross_cu_k.append(len(cross_index))
+                sample_indices.append(len(input_ids) - 1)
+                rows.append((group, seq_id))
+        num_prefill = len(input_ids)
+
+        decode_tables, decode_lens, cross_tables, cross_lens = [], [], [], []
+        for group in decodes:
+            for seq_id in group.seq_ids:
+                tokens = group.token_ids[seq_id]
+                pos = len(tokens) - 1
+                input_ids.append(tokens[-1])
+                positions.append(pos)
+                slots += self._slots(group.block_tables[seq_id], pos, pos + 1)
+                decode_tables.append(group.block_tables[seq_id])
+                decode_lens.append(len(tokens))
+                cross_tables.append(group.cross_block_table)
+                cross_lens.append(len(group.encoder_token_ids))
+                sample_indices.append(len(input_ids) - 1)
+                rows.append((group, seq_id))
+
+        dev = self.device
+        ints = lambda xs: torch.tensor(xs, dtype=torch.long, device=dev)  # noqa: E731
+        cu = lambda xs: torch.tensor(xs, dtype=torch.int32, device=dev)  # noqa: E731
+        has_enc = bool(enc_ids)
+        one_seq_per_group = len(cross_index) == len(enc_ids)  # then K/V rows are already in order
+        meta = AttentionMetadata(
+            backend=self.backend,
+            num_encoder_tokens=len(enc_ids),
+            encoder_cu_seqlens=cu(enc_cu) if has_enc else None,
+            encoder_max_seqlen=max((b - a for a, b in zip(enc_cu, enc_cu[1:])), default=0),
+            num_prefill_tokens=num_prefill,
+            num_decode_tokens=len(input_ids) - num_prefill,
+            prefill_cu_seqlens=cu(prefill_cu) if prefills else None,
+            prefill_max_seqlen=max((b - a for a, b in zip(prefill_cu, prefill_cu[1:])), default=0),
+            slot_mapping=ints(slots),
+            decode_block_tables=_pad_tables(decode_tables, dev) if decodes else None,
+            decode_seq_lens=cu(decode_lens) if decodes else None,
+            cross_slot_mapping=ints(cross_slots) if has_enc else None,
+            cross_cu_seqlens_k=cu(cross_cu_k) if prefills else None,
+            cross_kv_index=None if one_seq_per_group else ints(cross_index),
+            cross_max_seqlen_k=max((b - a for a, b in zip(cross_cu_k, cross_cu_k[1:])), default=0),
+            cross_block_tables=_pad_tables(cross_tables, dev) if decodes else None,
+            cross_seq_lens=cu(cross_lens) if decodes else None,
+        )
+        return StepInputs(
+            input_ids=ints(input_ids),
+            positions=ints(positions),
+            encoder_input_ids=ints(enc_ids) if has_enc else None,
+            encoder_positions=ints(enc_pos) if has_enc else None,
+            meta=meta,
+            sample_indices=ints(sample_indices),
+            rows=rows,
+        )
+
+
+def _pad_tables(tables: list[list[int]], device: torch.device) -> torch.Tensor:
+    """[num_seqs, max_blocks] int32, padded with block 0 (masked out by the lengths)."""
+    width = max(len(t) for t in tables)
+    return torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32, device=device)

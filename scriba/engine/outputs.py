@@ -1,0 +1,46 @@
+"""What a request gives back (vLLM's names: RequestOutput, CompletionOutput, Logprob)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Logprob:
+    logprob: float
+    rank: int | None = None  # 1 = most likely
+    decoded_token: str | None = None
+
+
+@dataclass
+class CompletionOutput:
+    """One decoder sequence of a request: its generated tokens (after the decoder prompt)."""
+
+    index: int
+    text: str
+    token_ids: list[int]
+    cumulative_logprob: float
+    logprobs: list[dict[int, Logprob]] | None
+    finish_reason: str | None = None  # "stop" | "length" | "abort" | None while running
+    stop_reason: int | None = None  # the stop token id, when one ended it
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None
+
+
+@dataclass
+class RequestOutput:
+    """One request: the echoed prompts and its completions.
+
+    `prompt` / `prompt_token_ids` are the decoder prompt actually used (after the model's
+    hook); `encoder_prompt` / `encoder_prompt_token_ids` echo the encoder input.
+    """
+
+    request_id: str
+    prompt: str | None
+    prompt_token_ids: list[int]
+    encoder_prompt: str | None
+    encoder_prompt_token_ids: list[int]
+    outputs: list[CompletionOutput] = field(default_factory=list)
+    finished: bool = False

@@ -1,0 +1,67 @@
+"""SamplingParams: how to pick tokens for one request (names follow vLLM, else transformers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class SamplingParams:
+    """Per-request generation settings, validated on construction.
+
+    Token counts (`max_tokens`, `min_tokens`) are counted after the decoder prompt.
+    `logprobs=k` returns, per generated token, the k most likely tokens (and the chosen one)
+    with their log-probabilities, computed after the logits processors and before
+    temperature / top-k / top-p, as transformers' `output_scores` does.
+    """
+
+    n: int = 1
+    temperature: float = 0.0  # 0 = greedy
+    top_k: int = 0  # 0 or -1 = no limit
+    top_p: float = 1.0
+    seed: int | None = None
+    max_tokens: int = 16
+    min_tokens: int = 0
+    stop_token_ids: list[int] = field(default_factory=list)
+    ignore_eos: bool = False
+    logprobs: int | None = None
+    repetition_penalty: float = 1.0
+    no_repeat_ngram_size: int = 0
+    suppress_tokens: list[int] = field(default_factory=list)
+    forced_bos_token_id: int | None = None
+    forced_eos_token_id: int | None = None
+    skip_special_tokens: bool = True
+
+    def __post_init__(self) -> None:
+        _require(isinstance(self.n, int) and self.n >= 1, f"n must be an integer >= 1, got {self.n!r}")
+        _require(self.temperature >= 0, f"temperature must be >= 0, got {self.temperature}")
+        _require(self.n == 1 or not self.is_greedy, "n > 1 needs temperature > 0 (greedy samples are identical)")
+        _require(isinstance(self.top_k, int) and self.top_k >= -1, f"top_k must be -1, 0 or positive, got {self.top_k!r}")
+        _require(0 < self.top_p <= 1, f"top_p must be in (0, 1], got {self.top_p}")
+        _require(
+            isinstance(self.max_tokens, int) and self.max_tokens >= 1,
+            f"max_tokens must be a positive integer, got {self.max_tokens!r}",
+        )
+        _require(
+            isinstance(self.min_tokens, int) and 0 <= self.min_tokens <= self.max_tokens,
+            f"min_tokens must be in [0, max_tokens={self.max_tokens}], got {self.min_tokens!r}",
+        )
+        _require(self.logprobs is None or self.logprobs >= 0, f"logprobs must be >= 0, got {self.logprobs}")
+        _require(self.repetition_penalty > 0, f"repetition_penalty must be > 0, got {self.repetition_penalty}")
+        _require(self.no_repeat_ngram_size >= 0, f"no_repeat_ngram_size must be >= 0, got {self.no_repeat_ngram_size}")
+        self.stop_token_ids = list(self.stop_token_ids or [])
+        self.suppress_tokens = list(self.suppress_tokens or [])
+
+    @property
+    def is_greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    def token_ids_to_check(self) -> list[int]:
+        """Every token id these settings name, for range checks against the vocabulary."""
+        named = [self.forced_bos_token_id, self.forced_eos_token_id]
+        return [*self.stop_token_ids, *self.suppress_tokens, *(t for t in named if t is not None)]
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)

@@ -1,0 +1,119 @@
+"""Sequences and sequence groups: one request = one encoder sequence + its decoder sequences."""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from scriba.engine.inputs import EncoderDecoderInputs
+from scriba.engine.outputs import Logprob
+from scriba.engine.sampling_params import SamplingParams
+
+
+class SequenceStatus(enum.Enum):
+    WAITING = "waiting"  # its KV is not in the cache: needs a prefill
+    RUNNING = "running"
+    SWAPPED = "swapped"
+    FINISHED_STOPPED = "stop"
+    FINISHED_LENGTH = "length"
+    FINISHED_ABORTED = "abort"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.value in ("stop", "length", "abort")
+
+
+_seq_ids = itertools.count()
+
+
+class Sequence:
+    """A decoder sequence: the decoder prompt followed by what it generated."""
+
+    def __init__(self, prompt_token_ids: list[int], seq_id: int | None = None):
+        self.seq_id = next(_seq_ids) if seq_id is None else seq_id
+        self.token_ids = list(prompt_token_ids)
+        self.prompt_len = len(prompt_token_ids)
+        self.logprobs: list[dict[int, Logprob]] = []
+        self.cumulative_logprob = 0.0
+        self.status = SequenceStatus.WAITING
+        self.stop_reason: int | None = None
+
+    @property
+    def output_token_ids(self) -> list[int]:
+        return self.token_ids[self.prompt_len :]
+
+    @property
+    def num_output_tokens(self) -> int:
+        return len(self.token_ids) - self.prompt_len
+
+    def append(self, token_id: int, logprob: float, top: dict[int, Logprob] | None) -> None:
+        self.token_ids.append(token_id)
+        self.cumulative_logprob += logprob
+        if top is not None:
+            self.logprobs.append(top)
+
+    def fork(self) -> "Sequence":
+        child = Sequence(self.token_ids[: self.prompt_len])
+        child.token_ids = list(self.token_ids)
+        child.logprobs = list(self.logprobs)
+        child.cumulative_logprob = self.cumulative_logprob
+        child.status = self.status
+        return child
+
+
+class SequenceGroup:
+    """One request: its inputs, settings, RNG, and decoder sequences (samples or beams)."""
+
+    def __init__(self, request_id: str, inputs: EncoderDecoderInputs, params: SamplingParams, generator: Any, arrival: float):
+        self.request_id = request_id
+        self.inputs = inputs
+        self.params = params
+        self.generator = generator  # torch.Generator for seeded sampling, or None
+        self.arrival = arrival
+        self.seqs = [Sequence(inputs.decoder_token_ids)]
+        self.processors: list = []  # logits processors, built by the engine
+
+    @property
+    def encoder_len(self) -> int:
+        """Encoder positions, which size the cross-attention block table."""
+        return len(self.inputs.encoder_token_ids)
+
+    def seqs_with(self, status: SequenceStatus) -> list[Sequence]:
+        return [s for s in self.seqs if s.status == status]
+
+    def unfinished_seqs(self) -> list[Sequence]:
+        return [s for s in self.seqs if not s.status.is_finished]
+
+    @property
+    def is_finished(self) -> bool:
+        return all(s.status.is_finished for s in self.seqs)
+
+    @property
+    def needs_fork(self) -> bool:
+        """True before the first token is sampled for an n > 1 request."""
+        return self.params.n > len(self.seqs)
+
+
+@dataclass
+class SequenceGroupMetadata:
+    """What the model runner needs to run one group in one step.
+
+    `is_prompt`: the decoder sequences have no KV in the cache yet, so the encoder runs and
+    every token of each sequence is fed (a fresh prefill, or a recompute after preemption).
+    Otherwise only each sequence's last token is fed.
+    """
+
+    request_id: str
+    is_prompt: bool
+    seq_ids: list[int]
+    token_ids: dict[int, list[int]]
+    block_tables: dict[int, list[int]]
+    encoder_token_ids: list[int]
+    cross_block_table: list[int]
+    params: SamplingParams
+    generator: Any = None
+    num_samples: int = 1  # samples to draw for the first token (n > 1 before the fork)
+    prompt_lens: dict[int, int] = field(default_factory=dict)
+    processors: list = field(default_factory=list)  # the request's logits processors

@@ -1,0 +1,49 @@
+"""Variable-length (packed) attention for prefill: the torch reference.
+
+Sequence i owns query rows cu_seqlens_q[i]:cu_seqlens_q[i+1] and key rows
+cu_seqlens_k[i]:cu_seqlens_k[i+1]; it never sees another sequence's rows, so the
+block-diagonal mask is implicit. `causal` aligns the diagonal bottom-right (as flash-attn
+does) so a query attends to keys up to its own position when q and k lengths differ.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def check_varlen_args(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor) -> None:
+    if q.dim() != 3 or k.dim() != 3 or v.dim() != 3:
+        raise ValueError(f"q, k, v must be [tokens, heads, head_dim], got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    if k.shape != v.shape or q.shape[1:] != k.shape[1:]:
+        raise ValueError(f"shape mismatch: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}")
+    if cu_seqlens_q.shape != cu_seqlens_k.shape or cu_seqlens_q.dim() != 1:
+        raise ValueError("cu_seqlens_q and cu_seqlens_k must be 1-D of the same length (num_seqs + 1)")
+
+
+def varlen_attention_ref(
+    q: torch.Tensor,  # [total_q, heads, head_dim]
+    k: torch.Tensor,  # [total_k, heads, head_dim]
+    v: torch.Tensor,  # [total_k, heads, head_dim]
+    cu_seqlens_q: torch.Tensor,  # [num_seqs + 1] int32
+    cu_seqlens_k: torch.Tensor,  # [num_seqs + 1] int32
+    scale: float,
+    causal: bool,
+) -> torch.Tensor:  # [total_q, heads, head_dim]
+    check_varlen_args(q, k, v, cu_seqlens_q, cu_seqlens_k)
+    out = torch.empty_like(q)
+    bounds_q, bounds_k = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
+    for i in range(len(bounds_q) - 1):
+        q0, q1, k0, k1 = bounds_q[i], bounds_q[i + 1], bounds_k[i], bounds_k[i + 1]
+        if q1 == q0:
+            continue
+        qi, ki, vi = (t.transpose(0, 1) for t in (q[q0:q1], k[k0:k1], v[k0:k1]))  # [heads, len, dim]
+        mask = None
+        if causal and q1 - q0 != k1 - k0:
+            offset = (k1 - k0) - (q1 - q0)
+            rows = torch.arange(q1 - q0, device=q.device)[:, None]
+            mask = torch.arange(k1 - k0, device=q.device)[None, :] <= rows + offset
+        is_causal = causal and mask is None
+        o = F.scaled_dot_product_attention(qi, ki, vi, attn_mask=mask, is_causal=is_causal, scale=scale)
+        out[q0:q1] = o.transpose(0, 1)
+    return out

@@ -1,0 +1,184 @@
+"""BART and mBART for conditional generation, on packed tokens and the paged KV cache.
+
+Module and parameter names mirror Hugging Face's `modeling_bart.py` / `modeling_mbart.py`
+so checkpoints load by name; self-attention q/k/v are fused (`qkv_proj`) and cross-attention
+k/v are fused (`kv_proj`). BART is post-layer-norm; mBART is pre-layer-norm with a final
+`layer_norm` after the encoder and the decoder stacks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from transformers.activations import ACT2FN
+
+from scriba.kernels.metadata import AttentionMetadata, AttentionType
+from scriba.models.layers import MultiHeadAttention
+
+POSITION_OFFSET = 2  # BART's learned positions are stored shifted by 2
+
+
+class BartLayer(nn.Module):
+    """One encoder layer, or (with `is_decoder`) one decoder layer with cross-attention."""
+
+    def __init__(self, config, is_decoder: bool, pre_norm: bool):
+        super().__init__()
+        dim = config.d_model
+        heads = config.decoder_attention_heads if is_decoder else config.encoder_attention_heads
+        ffn_dim = config.decoder_ffn_dim if is_decoder else config.encoder_ffn_dim
+        self.pre_norm = pre_norm
+        self.self_attn = MultiHeadAttention(dim, heads, AttentionType.DECODER if is_decoder else AttentionType.ENCODER)
+        self.self_attn_layer_norm = nn.LayerNorm(dim)
+        if is_decoder:
+            self.encoder_attn = MultiHeadAttention(dim, heads, AttentionType.CROSS)
+            self.encoder_attn_layer_norm = nn.LayerNorm(dim)
+        self.activation_fn = ACT2FN[config.activation_function]
+        self.fc1 = nn.Linear(dim, ffn_dim)
+        self.fc2 = nn.Linear(ffn_dim, dim)
+        self.final_layer_norm = nn.LayerNorm(dim)
+
+    def _residual(self, hidden: torch.Tensor, norm: nn.LayerNorm, block) -> torch.Tensor:
+        if self.pre_norm:
+            return hidden + block(norm(hidden))
+        return norm(hidden + block(hidden))
+
+    def forward(self, hidden: torch.Tensor, meta: AttentionMetadata, encoder_hidden: torch.Tensor | None = None) -> torch.Tensor:
+        hidden = self._residual(hidden, self.self_attn_layer_norm, lambda h: self.self_attn(h, meta))
+        if hasattr(self, "encoder_attn"):
+            hidden = self._residual(hidden, self.encoder_attn_layer_norm, lambda h: self.encoder_attn(h, meta, encoder_hidden))
+        return self._residual(hidden, self.final_layer_norm, lambda h: self.fc2(self.activation_fn(self.fc1(h))))
+
+
+class BartStack(nn.Module):
+    """The encoder or the decoder: token + learned position embeddings, then layers."""
+
+    def __init__(self, config, shared: nn.Embedding | None, is_decoder: bool, pre_norm: bool):
+        super().__init__()
+        num_layers = config.decoder_layers if is_decoder else config.encoder_layers
+        self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
+        # Tied checkpoints share model.shared; untied ones have a table per stack.
+        self.embed_tokens = shared if shared is not None else nn.Embedding(config.vocab_size, config.d_model)
+        self.embed_positions = nn.Embedding(config.max_position_embeddings + POSITION_OFFSET, config.d_model)
+        self.layernorm_embedding = nn.LayerNorm(config.d_model)
+        self.layers = nn.ModuleList(BartLayer(config, is_decoder, pre_norm) for _ in range(num_layers))
+        self.layer_norm = nn.LayerNorm(config.d_model) if pre_norm else None
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata, encoder_hidden=None) -> torch.Tensor:
+        hidden = self.embed_tokens(input_ids) * self.embed_scale + self.embed_positions(positions + POSITION_OFFSET)
+        hidden = self.layernorm_embedding(hidden)
+        for layer in self.layers:
+            hidden = layer(hidden, meta, encoder_hidden)
+        return hidden if self.layer_norm is None else self.layer_norm(hidden)
+
+
+class BartModel(nn.Module):
+    def __init__(self, config, pre_norm: bool):
+        super().__init__()
+        shared = None
+        if is_tied(config):
+            self.shared = shared = nn.Embedding(config.vocab_size, config.d_model)
+        self.encoder = BartStack(config, shared, is_decoder=False, pre_norm=pre_norm)
+        self.decoder = BartStack(config, shared, is_decoder=True, pre_norm=pre_norm)
+
+
+def is_tied(config) -> bool:
+    """transformers ties lm_head and both embed_tokens to model.shared unless told not to."""
+    return getattr(config, "tie_word_embeddings", True)
+
+
+class BartForConditionalGeneration(nn.Module):
+    pre_norm = False
+
+    def __init__(self, config, generation_config=None):
+        super().__init__()
+        self.config = config
+        self.generation_config = generation_config
+        self.model = BartModel(config, pre_norm=self.pre_norm)
+        self.register_buffer("final_logits_bias", torch.zeros(1, config.vocab_size))
+        if not is_tied(config):
+            self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+
+    # -- limits and the decoder-prompt hooks ----------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return self.config.vocab_size
+
+    @property
+    def max_encoder_len(self) -> int:
+        return self.config.max_position_embeddings
+
+    @property
+    def max_decoder_len(self) -> int:
+        return self.config.max_position_embeddings
+
+    @property
+    def num_decoder_layers(self) -> int:
+        return len(self.model.decoder.layers)
+
+    @property
+    def decoder_start_token_id(self) -> int:
+        # As transformers' generate(): fall back to bos when the config names no start token.
+        start = self.config.decoder_start_token_id
+        return self.config.bos_token_id if start is None else start
+
+    def default_decoder_prompt(self) -> list[int]:
+        """`<DEC><BOS>`: transformers starts from <DEC> and forces <BOS> as the first token."""
+        return [self.decoder_start_token_id, self.config.bos_token_id]
+
+    def prepare_decoder_prompt(self, token_ids: list[int]) -> list[int]:
+        """A given decoder prompt gets <DEC> prepended unless it already starts with it."""
+        start = self.decoder_start_token_id
+        return list(token_ids) if token_ids[:1] == [start] else [start, *token_ids]
+
+    # -- weights ----------------------------------------------------------------------------
+    def checkpoint_name(self, name: str) -> str | None:
+        """Map a checkpoint tensor name to ours (None = an alias of a tied weight: skip)."""
+        if not name.startswith(("model.", "lm_head.", "final_logits_bias")):
+            name = "model." + name  # a `BartModel` checkpoint has no `model.` prefix
+        if is_tied(self.config):
+            if name.endswith("embed_tokens.weight"):
+                return "model.shared.weight"
+            if name == "lm_head.weight":
+                return None  # the same tensor as model.shared
+        elif name == "model.shared.weight":
+            return None  # untied: the stacks' own tables are used, shared is not
+        return name
+
+    optional_weights = frozenset({"final_logits_bias"})
+
+    # -- forward ----------------------------------------------------------------------------
+    def decoder_attention_layers(self) -> list[list[nn.Module]]:
+        """Per decoder layer, the attention ops that share that layer's KV cache."""
+        return [[layer.self_attn.attn, layer.encoder_attn.attn] for layer in self.model.decoder.layers]
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # [num_decoder_tokens]
+        positions: torch.Tensor,  # [num_decoder_tokens]
+        meta: AttentionMetadata,
+        encoder_input_ids: torch.Tensor | None = None,  # [num_encoder_tokens]
+        encoder_positions: torch.Tensor | None = None,
+    ) -> torch.Tensor:  # [num_decoder_tokens, d_model]
+        encoder_hidden = None
+        if meta.num_encoder_tokens:
+            encoder_hidden = self.model.encoder(encoder_input_ids, encoder_positions, meta)
+        return self.model.decoder(input_ids, positions, meta, encoder_hidden)
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [n, d_model] -> [n, vocab]
+        weight = self.model.shared.weight if is_tied(self.config) else self.lm_head.weight
+        return torch.nn.functional.linear(hidden, weight) + self.final_logits_bias
+
+
+class MBartForConditionalGeneration(BartForConditionalGeneration):
+    """mBART: BART with pre-layer-norm and final layer norms on both stacks."""
+
+    pre_norm = True
+
+    def default_decoder_prompt(self) -> list[int]:
+        """<DEC>, then the forced first token (a language code) when the config names one."""
+        forced = getattr(self.generation_config, "forced_bos_token_id", None)
+        if forced is None:
+            forced = getattr(self.config, "forced_bos_token_id", None)
+        return [self.decoder_start_token_id] + ([] if forced is None else [forced])

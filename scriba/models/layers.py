@@ -1,0 +1,104 @@
+"""The Attention layer, one class for encoder / decoder-self / cross attention."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from scriba.kernels.metadata import AttentionMetadata, AttentionType
+
+
+class Attention(nn.Module):
+    """Scaled dot-product attention over packed tokens; the type picks the data path.
+
+    - ENCODER: non-causal, block-diagonal over the step's encoder sequences; no cache.
+    - DECODER: causal; writes K/V to the paged cache by slot; prefill tokens attend over
+      their own packed K/V, decode tokens over the cache through their block tables.
+    - CROSS: non-causal; when the step has encoder tokens their K/V are written to the
+      cross cache and prefill tokens attend to them; decode tokens read the cross cache.
+
+    `kv_cache` ([2, blocks, block_size, heads, head_dim]) is bound by the model runner.
+    """
+
+    def __init__(self, num_heads: int, head_dim: int, attn_type: AttentionType, scale: float | None = None):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = head_dim
+        self.attn_type = attn_type
+        self.scale = head_dim**-0.5 if scale is None else scale
+        self.kv_cache: torch.Tensor | None = None
+
+    def forward(
+        self,
+        q: torch.Tensor,  # [num_q_tokens, heads * head_dim]
+        k: torch.Tensor | None,  # [num_kv_tokens, heads * head_dim]; None for a cross step with no encoder tokens
+        v: torch.Tensor | None,
+        meta: AttentionMetadata,
+    ) -> torch.Tensor:  # [num_q_tokens, heads * head_dim]
+        ops = meta.backend
+        q = q.view(-1, self.num_heads, self.head_dim)
+        if k is not None:
+            k = k.view(-1, self.num_heads, self.head_dim)
+            v = v.view(-1, self.num_heads, self.head_dim)
+        if self.attn_type is AttentionType.ENCODER:
+            cu = meta.encoder_cu_seqlens
+            return ops.varlen_attention(q, k, v, cu, cu, self.scale, causal=False).flatten(1)
+
+        num_prefill = meta.num_prefill_tokens
+        out = torch.empty_like(q)
+        if self.attn_type is AttentionType.DECODER:
+            ops.write_kv_cache(k, v, self.kv_cache, meta.slot_mapping)
+            if num_prefill:
+                cu = meta.prefill_cu_seqlens
+                out[:num_prefill] = ops.varlen_attention(q[:num_prefill], k[:num_prefill], v[:num_prefill], cu, cu, self.scale, causal=True)
+            tables, lens = meta.decode_block_tables, meta.decode_seq_lens
+        else:
+            if k is not None:
+                ops.write_kv_cache(k, v, self.kv_cache, meta.cross_slot_mapping)
+            if num_prefill:
+                if meta.cross_kv_index is not None:  # a request prefilling several sequences
+                    k, v = k[meta.cross_kv_index], v[meta.cross_kv_index]
+                out[:num_prefill] = ops.varlen_attention(
+                    q[:num_prefill], k, v, meta.prefill_cu_seqlens, meta.cross_cu_seqlens_k, self.scale, causal=False
+                )
+            tables, lens = meta.cross_block_tables, meta.cross_seq_lens
+        if meta.num_decode_tokens:
+            out[num_prefill:] = ops.paged_decode_attention(q[num_prefill:], self.kv_cache, tables, lens, self.scale)
+        return out.flatten(1)
+
+
+class MultiHeadAttention(nn.Module):
+    """Projections around `Attention`: one fused QKV for self-attention (encoder or decoder),
+    a Q and a fused KV projection for cross-attention, so no input is projected for nothing.
+
+    Parameter names are the fused forms of Hugging Face's q_proj / k_proj / v_proj (the
+    loader splits checkpoint tensors into their shards); out_proj keeps its name.
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, attn_type: AttentionType, bias: bool = True):
+        super().__init__()
+        if embed_dim % num_heads:
+            raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
+        self.attn_type = attn_type
+        if attn_type is AttentionType.CROSS:
+            self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+            self.kv_proj = nn.Linear(embed_dim, 2 * embed_dim, bias=bias)
+        else:
+            self.qkv_proj = nn.Linear(embed_dim, 3 * embed_dim, bias=bias)
+        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.attn = Attention(num_heads, embed_dim // num_heads, attn_type)
+
+    def forward(
+        self,
+        hidden: torch.Tensor,  # [num_tokens, embed_dim]
+        meta: AttentionMetadata,
+        encoder_hidden: torch.Tensor | None = None,  # [num_encoder_tokens, embed_dim], cross only
+    ) -> torch.Tensor:
+        if self.attn_type is AttentionType.CROSS:
+            q = self.q_proj(hidden)
+            k = v = None
+            if encoder_hidden is not None and encoder_hidden.shape[0]:
+                k, v = self.kv_proj(encoder_hidden).chunk(2, dim=-1)
+        else:
+            q, k, v = self.qkv_proj(hidden).chunk(3, dim=-1)
+        return self.out_proj(self.attn(q, k, v, meta))

@@ -1,0 +1,130 @@
+"""Find a checkpoint (local folder or Hugging Face hub id) and load its weights by name.
+
+Loading is strict: a tensor the model does not have, a parameter the checkpoint lacks, or a
+shape that differs is an error that names the weights. Fused projections (`qkv_proj`,
+`kv_proj`) are filled shard by shard from the checkpoint's q_proj / k_proj / v_proj.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+
+_WEIGHT_PATTERNS = ["*.json", "*.safetensors", "*.bin", "*.model", "*.txt", "*.tiktoken"]
+_SHARDS = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "kv_proj": ("k_proj", "v_proj")}
+
+
+def resolve_model_path(model: str, revision: str | None = None) -> str:
+    """A local folder as is; otherwise download (or find in the cache) the hub repo `model`."""
+    if os.path.isdir(model):
+        return model
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(model, revision=revision, allow_patterns=_WEIGHT_PATTERNS)
+    except Exception as e:  # offline, unknown repo, gated, ...
+        raise OSError(
+            f"could not find model {model!r}: it is not a local folder and the Hugging Face hub "
+            f"could not provide it ({type(e).__name__}: {e}). Pass a local folder with config.json "
+            "and the weights, or connect to the internet."
+        ) from None
+
+
+def iterate_checkpoint(path: str) -> Iterator[tuple[str, torch.Tensor]]:
+    """(name, tensor) for every tensor of the folder's safetensors or pytorch_model.bin files."""
+    for index_name, single_name in (("model.safetensors.index.json", "model.safetensors"), ("pytorch_model.bin.index.json", "pytorch_model.bin")):
+        index = os.path.join(path, index_name)
+        if os.path.exists(index):
+            with open(index) as f:
+                files = sorted(set(json.load(f)["weight_map"].values()))
+        elif os.path.exists(os.path.join(path, single_name)):
+            files = [single_name]
+        else:
+            continue
+        for file in files:
+            yield from _read_file(os.path.join(path, file))
+        return
+    raise FileNotFoundError(f"no model.safetensors or pytorch_model.bin (or their index) in {path}")
+
+
+def _read_file(file: str) -> Iterator[tuple[str, torch.Tensor]]:
+    if file.endswith(".safetensors"):
+        from safetensors import safe_open
+
+        with safe_open(file, framework="pt") as f:
+            for name in f.keys():
+                yield name, f.get_tensor(name)
+    else:
+        yield from torch.load(file, map_location="cpu", weights_only=True).items()
+
+
+def load_weights(model: nn.Module, weights: Iterator[tuple[str, torch.Tensor]]) -> None:
+    """Copy checkpoint tensors into `model` by name; raise on missing/unexpected/mis-shaped.
+
+    The model may define `checkpoint_name(name) -> str | None` (renames; None skips a tied
+    alias) and `optional_weights` (names that keep their initial value when absent).
+    """
+    params = dict(model.named_parameters())
+    params.update(model.named_buffers())
+    rename = getattr(model, "checkpoint_name", lambda n: n)
+    needed = {(name, shard) for name in params for shard in _shard_names(name)}
+    loaded: set[tuple[str, str | None]] = set()
+    unexpected, misshaped = [], []
+    for ckpt_name, tensor in weights:
+        name = rename(ckpt_name)
+        if name is None:
+            continue
+        target = _find_target(name, params)
+        if target is None:
+            unexpected.append(ckpt_name)
+            continue
+        param_name, shard = target
+        param = params[param_name]
+        dest = param.data if shard is None else _shard_view(param.data, param_name, shard)
+        if dest.shape != tensor.shape:
+            dest_shape = tuple(dest.shape)
+            misshaped.append(f"{ckpt_name}: checkpoint {tuple(tensor.shape)}, model {dest_shape}")
+            continue
+        with torch.no_grad():
+            dest.copy_(tensor)
+        loaded.add((param_name, shard))
+    optional = getattr(model, "optional_weights", frozenset())
+    missing = sorted(f"{n}" + (f" ({s})" if s else "") for n, s in needed - loaded if n not in optional)
+    problems = []
+    if missing:
+        problems.append(f"missing from the checkpoint: {missing[:10]}" + (" ..." if len(missing) > 10 else ""))
+    if unexpected:
+        problems.append(f"not in the model: {unexpected[:10]}" + (" ..." if len(unexpected) > 10 else ""))
+    if misshaped:
+        problems.append(f"shape mismatch: {misshaped[:10]}")
+    if problems:
+        raise ValueError(f"cannot load weights into {type(model).__name__}: " + "; ".join(problems))
+
+
+def _shard_names(name: str) -> tuple[str | None, ...]:
+    module = name.rsplit(".", 2)[-2] if name.count(".") >= 1 else ""
+    return _SHARDS.get(module, (None,))
+
+
+def _find_target(name: str, params: dict) -> tuple[str, str | None] | None:
+    """Our (parameter, shard) for a checkpoint name: as is, or a shard of a fused projection."""
+    if name in params:
+        return name, None
+    prefix, _, rest = name.rpartition(".")  # "...self_attn.q_proj", "weight"
+    owner, _, proj = prefix.rpartition(".")
+    for fused, shards in _SHARDS.items():
+        fused_name = f"{owner}.{fused}.{rest}"
+        if proj in shards and fused_name in params:
+            return fused_name, proj
+    return None
+
+
+def _shard_view(tensor: torch.Tensor, name: str, shard: str) -> torch.Tensor:
+    shards = _SHARDS[name.rsplit(".", 2)[-2]]
+    size = tensor.shape[0] // len(shards)
+    i = shards.index(shard)
+    return tensor[i * size : (i + 1) * size]
