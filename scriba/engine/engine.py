@@ -37,7 +37,7 @@ class Engine:
             raise ValueError("Engine needs a model: a Hugging Face hub id or a local folder")
         self.config = config = EngineConfig(model=model, **kwargs)
         self.model, self.model_path = load_model(model, config.device, config.torch_dtype, config.revision)
-        self.tokenizer = _load_tokenizer(config.tokenizer or self.model_path)
+        self.tokenizer = _load_tokenizer(config.tokenizer or self.model_path, explicit=config.tokenizer is not None)
         m = self.model
         self.inputs = InputProcessor(self.tokenizer, m, InputLimits(m.vocab_size, m.max_encoder_len, m.max_decoder_len))
         self.eos_token_id = m.config.eos_token_id
@@ -225,9 +225,16 @@ class Engine:
         return [finished[rid] for rid in ids]
 
 
-def _load_tokenizer(path: str):
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "sentencepiece.bpe.model", "spiece.model", "tokenizer.model")
+
+
+def _load_tokenizer(path: str, explicit: bool):
+    """The checkpoint's tokenizer; None when its folder has none (transformers would invent an empty one)."""
     from transformers import AutoTokenizer
 
+    if not explicit and not any(os.path.exists(os.path.join(path, f)) for f in _TOKENIZER_FILES):
+        logger.warning("no tokenizer files in %s: text prompts are disabled, outputs carry token ids only", path)
+        return None
     try:
         return AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError, TypeError) as e:

@@ -52,20 +52,24 @@ def sample(logits: torch.Tensor, rows: list[SampleRow]) -> list[list[Sample]]:
     return results
 
 
-def _draw(logits: torch.Tensor, row: SampleRow) -> list[int]:
-    params = row.params
-    scores = logits / params.temperature
-    if params.top_k > 0 and params.top_k < scores.shape[-1]:
-        kth = torch.topk(scores, params.top_k).values[-1]
+def truncate(scores: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
+    """Mask (to -inf) all but the top-k, then all but the top-p mass of a [vocab] row."""
+    if 0 < top_k < scores.shape[-1]:
+        kth = torch.topk(scores, top_k).values[-1]
         scores = scores.masked_fill(scores < kth, -float("inf"))
-    if params.top_p < 1.0:
+    if top_p < 1.0:
         # Drop the least likely tokens whose total mass stays within 1 - top_p (keep >= 1).
         sorted_scores, order = torch.sort(scores, descending=False)
         cumulative = sorted_scores.softmax(dim=-1).cumsum(dim=-1)
-        drop = cumulative <= 1 - params.top_p
+        drop = cumulative <= 1 - top_p
         drop[-1] = False
         scores = scores.masked_fill(drop.scatter(0, order, drop), -float("inf"))
-    probs = scores.softmax(dim=-1)
+    return scores
+
+
+def _draw(logits: torch.Tensor, row: SampleRow) -> list[int]:
+    params = row.params
+    probs = truncate(logits / params.temperature, params.top_k, params.top_p).softmax(dim=-1)
     drawn = torch.multinomial(probs, row.num_samples, replacement=True, generator=row.generator)
     return drawn.tolist()
 

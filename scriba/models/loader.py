@@ -27,9 +27,10 @@ def resolve_model_path(model: str, revision: str | None = None) -> str:
 
         return snapshot_download(model, revision=revision, allow_patterns=_WEIGHT_PATTERNS)
     except Exception as e:  # offline, unknown repo, gated, ...
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise OSError(
             f"could not find model {model!r}: it is not a local folder and the Hugging Face hub "
-            f"could not provide it ({type(e).__name__}: {e}). Pass a local folder with config.json "
+            f"could not provide it ({type(e).__name__}: {reason}). Pass a local folder with config.json "
             "and the weights, or connect to the internet."
         ) from None
 

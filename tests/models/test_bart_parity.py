@@ -1,63 +1,10 @@
 """Scriba vs transformers generate() on the same tiny random weights (float32, CPU, greedy)."""
 
-import random
-
 import pytest
-import torch
 
+from oracle import MAX_NEW, assert_parity, hf_generate, random_prompts
 from scriba import Engine, SamplingParams
-from tiny_models import EOS, PAD
-
-MAX_NEW = 64
-
-
-def random_prompts(num: int, seed: int, max_len: int = 200) -> list[list[int]]:
-    rng = random.Random(seed)
-    lengths = [1, max_len] + [rng.randint(1, max_len) for _ in range(num)]
-    return [[rng.randrange(4, 260) for _ in range(n)] for n in lengths[:num]]
-
-
-def hf_generate(model, encoder_prompts, decoder_prompt, max_new_tokens=MAX_NEW, **kwargs):
-    """Per prompt: (generated ids up to and incl. EOS, per-step log-softmax of processed scores)."""
-    width = max(map(len, encoder_prompts))
-    ids = torch.full((len(encoder_prompts), width), PAD)
-    mask = torch.zeros_like(ids)
-    for i, p in enumerate(encoder_prompts):
-        ids[i, : len(p)] = torch.tensor(p)
-        mask[i, : len(p)] = 1
-    out = model.generate(
-        input_ids=ids,
-        attention_mask=mask,
-        decoder_input_ids=torch.tensor([decoder_prompt] * len(encoder_prompts)),
-        max_new_tokens=max_new_tokens,
-        do_sample=False,
-        num_beams=1,
-        min_length=0,
-        no_repeat_ngram_size=0,
-        output_scores=True,
-        return_dict_in_generate=True,
-        **kwargs,
-    )
-    results = []
-    for i in range(len(encoder_prompts)):
-        gen = out.sequences[i, len(decoder_prompt) :].tolist()
-        if EOS in gen:
-            gen = gen[: gen.index(EOS) + 1]
-        logprobs = [torch.log_softmax(out.scores[t][i].float(), -1) for t in range(len(gen))]
-        results.append((gen, logprobs))
-    return results
-
-
-def assert_parity(outputs, expected, top=5):
-    for out, (gen, logprobs) in zip(outputs, expected):
-        completion = out.outputs[0]
-        assert completion.token_ids == gen, f"request {out.request_id}"
-        assert completion.finish_reason == ("stop" if gen[-1] == EOS else "length")
-        for step, (mine, ref) in enumerate(zip(completion.logprobs, logprobs)):
-            values, ids = torch.topk(ref, top)
-            for rank, (tid, val) in enumerate(zip(ids.tolist(), values.tolist()), start=1):
-                assert mine[tid].rank == rank, f"step {step}"
-                assert abs(mine[tid].logprob - val) < 1e-4, f"step {step} token {tid}"
+from tiny_models import EOS
 
 
 @pytest.fixture(scope="module", params=["bart", "mbart"])

@@ -1,0 +1,95 @@
+"""Strict weight loading by name, from safetensors or pytorch_model.bin, and the registry."""
+
+import json
+import os
+import shutil
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from scriba import Engine, SamplingParams
+from scriba.models.loader import resolve_model_path
+
+
+def copy_with_weights(src, dst, edit):
+    """Copy the tiny checkpoint folder, rewriting its state dict through `edit`."""
+    shutil.copytree(src, dst)
+    state = load_file(os.path.join(src, "model.safetensors"))
+    save_file(edit(dict(state)), os.path.join(dst, "model.safetensors"))
+    return str(dst)
+
+
+def first_tokens(path, **kwargs):
+    engine = Engine(path, num_kv_blocks=64, **kwargs)
+    return engine.generate({"prompt_token_ids": [5, 6, 7, 8]}, SamplingParams(max_tokens=8))[0].outputs[0].token_ids
+
+
+def test_missing_weight_is_named(tiny_bart, tmp_path):
+    path = copy_with_weights(tiny_bart[0], tmp_path / "m", lambda s: {k: v for k, v in s.items() if "layers.1.fc2.weight" not in k})
+    with pytest.raises(ValueError, match=r"missing from the checkpoint: .*layers\.1\.fc2\.weight"):
+        Engine(path)
+
+
+def test_missing_shard_of_fused_projection_is_named(tiny_bart, tmp_path):
+    path = copy_with_weights(tiny_bart[0], tmp_path / "m", lambda s: {k: v for k, v in s.items() if k != "model.decoder.layers.0.self_attn.k_proj.weight"})
+    with pytest.raises(ValueError, match=r"decoder\.layers\.0\.self_attn\.qkv_proj\.weight \(k_proj\)"):
+        Engine(path)
+
+
+def test_unexpected_weight_is_named(tiny_bart, tmp_path):
+    path = copy_with_weights(tiny_bart[0], tmp_path / "m", lambda s: {**s, "model.encoder.extra.weight": torch.zeros(2)})
+    with pytest.raises(ValueError, match=r"not in the model: \['model\.encoder\.extra\.weight'\]"):
+        Engine(path)
+
+
+def test_misshaped_weight_is_named(tiny_bart, tmp_path):
+    def edit(s):
+        s["model.decoder.layers.0.encoder_attn.v_proj.weight"] = torch.zeros(64, 32)
+        return s
+
+    path = copy_with_weights(tiny_bart[0], tmp_path / "m", edit)
+    with pytest.raises(ValueError, match=r"shape mismatch: .*encoder_attn\.v_proj\.weight: checkpoint \(64, 32\), model \(64, 64\)"):
+        Engine(path)
+
+
+def test_pytorch_bin_and_bartmodel_prefix_load_the_same(tiny_bart, tmp_path):
+    src = tiny_bart[0]
+    expected = first_tokens(src)
+    dst = tmp_path / "bin"
+    shutil.copytree(src, dst)
+    state = load_file(os.path.join(src, "model.safetensors"))
+    os.remove(dst / "model.safetensors")
+    # A `BartModel`-style checkpoint: no "model." prefix on the base model's tensors.
+    renamed = {k.removeprefix("model."): v for k, v in state.items()}
+    torch.save(renamed, dst / "pytorch_model.bin")
+    assert first_tokens(str(dst)) == expected
+
+
+def test_unknown_architecture(tiny_bart, tmp_path):
+    dst = tmp_path / "unknown"
+    shutil.copytree(tiny_bart[0], dst)
+    config = json.loads((dst / "config.json").read_text())
+    config["architectures"] = ["T5ForConditionalGeneration"]
+    (dst / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"unknown architecture \['T5ForConditionalGeneration'\]; Scriba supports: .*BartForConditionalGeneration"):
+        Engine(str(dst))
+
+
+def test_unreachable_model_says_how_to_fix(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(OSError, match="not a local folder.*Pass a local folder"):
+        resolve_model_path("no-such-org/no-such-model")
+
+
+def test_no_tokenizer_means_token_ids_only(tiny_bart, tmp_path):
+    dst = tmp_path / "notok"
+    dst.mkdir()
+    for name in ("config.json", "model.safetensors", "generation_config.json"):
+        shutil.copy(os.path.join(tiny_bart[0], name), dst / name)
+    engine = Engine(str(dst), num_kv_blocks=64)
+    assert engine.tokenizer is None
+    out = engine.generate({"prompt_token_ids": [5, 6, 7, 8]}, SamplingParams(max_tokens=8))[0]
+    assert out.outputs[0].token_ids == first_tokens(tiny_bart[0]) and out.outputs[0].text == ""
+    with pytest.raises(ValueError, match="no tokenizer"):
+        engine.generate("some text")

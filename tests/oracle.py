@@ -1,0 +1,58 @@
+"""The oracle: transformers generate() on the same weights, and how outputs are compared."""
+
+import random
+
+import torch
+
+from tiny_models import EOS, PAD
+
+MAX_NEW = 64
+
+
+def random_prompts(num: int, seed: int, max_len: int = 200) -> list[list[int]]:
+    rng = random.Random(seed)
+    lengths = [1, max_len] + [rng.randint(1, max_len) for _ in range(num)]
+    return [[rng.randrange(4, 260) for _ in range(n)] for n in lengths[:num]]
+
+
+def hf_generate(model, encoder_prompts, decoder_prompt, max_new_tokens=MAX_NEW, **kwargs):
+    """Per prompt: (generated ids up to and incl. EOS, per-step log-softmax of processed scores)."""
+    width = max(map(len, encoder_prompts))
+    ids = torch.full((len(encoder_prompts), width), PAD)
+    mask = torch.zeros_like(ids)
+    for i, p in enumerate(encoder_prompts):
+        ids[i, : len(p)] = torch.tensor(p)
+        mask[i, : len(p)] = 1
+    options = dict(do_sample=False, num_beams=1, min_length=0, no_repeat_ngram_size=0)
+    out = model.generate(
+        input_ids=ids,
+        attention_mask=mask,
+        decoder_input_ids=torch.tensor([decoder_prompt] * len(encoder_prompts)),
+        max_new_tokens=max_new_tokens,
+        output_scores=True,
+        return_dict_in_generate=True,
+        **{**options, **kwargs},
+    )
+    results = []
+    for i in range(len(encoder_prompts)):
+        gen = out.sequences[i, len(decoder_prompt) :].tolist()
+        if EOS in gen:
+            gen = gen[: gen.index(EOS) + 1]
+        logprobs = [torch.log_softmax(out.scores[t][i].float(), -1) for t in range(len(gen))]
+        results.append((gen, logprobs))
+    return results
+
+
+def assert_parity(outputs, expected, top=5):
+    for out, (gen, logprobs) in zip(outputs, expected):
+        completion = out.outputs[0]
+        assert completion.token_ids == gen, f"request {out.request_id}"
+        assert completion.finish_reason == ("stop" if gen[-1] == EOS else "length")
+        for step, (mine, ref) in enumerate(zip(completion.logprobs, logprobs)):
+            values, ids = torch.topk(ref, top)
+            for rank, (tid, val) in enumerate(zip(ids.tolist(), values.tolist()), start=1):
+                if val == float("-inf"):  # a forced token: the rest tie at -inf, in no order
+                    assert len([t for t, lp in mine.items() if lp.logprob > float("-inf")]) == rank - 1
+                    break
+                assert mine[tid].rank == rank, f"step {step}"
+                assert abs(mine[tid].logprob - val) < 1e-4, f"step {step} token {tid}"
