@@ -1,29 +1,30 @@
-"""Scriba: a paged encoder/decoder inference engine for Whisper and BART."""
+"""Scriba: a paged encoder/decoder inference engine for Whisper and BART.
 
-from scriba.config import EngineConfig
-from scriba.engine import (
-    CompletionOutput,
-    Engine,
-    ExplicitEncoderDecoderPrompt,
-    Logprob,
-    PromptType,
-    RequestOutput,
-    SamplingParams,
-    TextPrompt,
-    TokensPrompt,
-)
+Public names: Engine, EngineConfig, SamplingParams, the prompt types and the outputs.
+They are imported on first use, so `import scriba` is quick and torch loads only when needed.
+"""
+
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "CompletionOutput",
-    "Engine",
-    "EngineConfig",
-    "ExplicitEncoderDecoderPrompt",
-    "Logprob",
-    "PromptType",
-    "RequestOutput",
-    "SamplingParams",
-    "TextPrompt",
-    "TokensPrompt",
-]
+_EXPORTS = {
+    "EngineConfig": "scriba.config",
+    "Engine": "scriba.engine",
+    "SamplingParams": "scriba.engine",
+    "RequestOutput": "scriba.engine",
+    "CompletionOutput": "scriba.engine",
+    "Logprob": "scriba.engine",
+    "PromptType": "scriba.engine",
+    "TextPrompt": "scriba.engine",
+    "TokensPrompt": "scriba.engine",
+    "ExplicitEncoderDecoderPrompt": "scriba.engine",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'scriba' has no attribute {name!r}")

@@ -1,18 +1,27 @@
-"""The engine: inputs, sequences, block manager, scheduler, model runner, sampler, outputs."""
+"""The engine: inputs, sequences, block manager, scheduler, model runner, sampler, outputs.
 
-from scriba.engine.engine import Engine
-from scriba.engine.inputs import ExplicitEncoderDecoderPrompt, PromptType, TextPrompt, TokensPrompt
-from scriba.engine.outputs import CompletionOutput, Logprob, RequestOutput
-from scriba.engine.sampling_params import SamplingParams
+Names are imported on first use, so the plain-Python parts (block manager, scheduler)
+import without torch.
+"""
 
-__all__ = [
-    "CompletionOutput",
-    "Engine",
-    "ExplicitEncoderDecoderPrompt",
-    "Logprob",
-    "PromptType",
-    "RequestOutput",
-    "SamplingParams",
-    "TextPrompt",
-    "TokensPrompt",
-]
+import importlib
+
+_EXPORTS = {
+    "Engine": "scriba.engine.engine",
+    "ExplicitEncoderDecoderPrompt": "scriba.engine.inputs",
+    "PromptType": "scriba.engine.inputs",
+    "TextPrompt": "scriba.engine.inputs",
+    "TokensPrompt": "scriba.engine.inputs",
+    "CompletionOutput": "scriba.engine.outputs",
+    "Logprob": "scriba.engine.outputs",
+    "RequestOutput": "scriba.engine.outputs",
+    "SamplingParams": "scriba.engine.sampling_params",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'scriba.engine' has no attribute {name!r}")

@@ -10,7 +10,6 @@ by reference count; writing into a shared block copies it first (copy-on-write).
 from __future__ import annotations
 
 import enum
-from collections import deque
 from dataclasses import dataclass
 
 DEVICE, CPU = "device", "cpu"
@@ -23,24 +22,42 @@ class AllocStatus(enum.Enum):
 
 
 class BlockAllocator:
-    """One device's pool: a free list and a reference count per block."""
+    """One device's pool: a free mask and a reference count per block.
+
+    Single blocks are taken from the top of the pool and runs from the bottom, so the
+    cross-attention table of a request (allocated once, whole) is usually one contiguous
+    run that attention can read as a slice, without gathering.
+    """
 
     def __init__(self, device: str, num_blocks: int):
         self.device = device
         self.num_blocks = num_blocks
         self.ref_counts = [0] * num_blocks
-        self.free_blocks: deque[int] = deque(range(num_blocks))
+        self.is_free = bytearray(b"\x01") * num_blocks
+        self.num_free = num_blocks
 
     @property
-    def num_free(self) -> int:
-        return len(self.free_blocks)
+    def free_blocks(self) -> list[int]:
+        return [b for b, free in enumerate(self.is_free) if free]
+
+    def _take(self, block: int) -> int:
+        self.is_free[block] = 0
+        self.ref_counts[block] = 1
+        self.num_free -= 1
+        return block
 
     def allocate(self) -> int:
-        if not self.free_blocks:
+        block = self.is_free.rfind(1)
+        if block < 0:
             raise RuntimeError(f"out of {self.device} KV blocks")
-        block = self.free_blocks.popleft()
-        self.ref_counts[block] = 1
-        return block
+        return self._take(block)
+
+    def allocate_run(self, n: int) -> list[int]:
+        """n blocks: consecutive ids when such a free run exists, else any free blocks."""
+        start = self.is_free.find(b"\x01" * n) if n else -1
+        if start < 0:
+            return [self.allocate() for _ in range(n)]
+        return [self._take(b) for b in range(start, start + n)]
 
     def incref(self, block: int) -> None:
         assert self.ref_counts[block] > 0, f"incref of free {self.device} block {block}"
@@ -50,7 +67,8 @@ class BlockAllocator:
         assert self.ref_counts[block] > 0, f"double free of {self.device} block {block}"
         self.ref_counts[block] -= 1
         if self.ref_counts[block] == 0:
-            self.free_blocks.append(block)
+            self.is_free[block] = 1
+            self.num_free += 1
 
 
 @dataclass
@@ -100,7 +118,7 @@ class BlockManager:
         """Cross table for the request, and a self table per decoder sequence (id -> length)."""
         assert request_id not in self.cross_tables, f"request {request_id} already has a cross table"
         pool = self.pools[DEVICE]
-        self.cross_tables[request_id] = BlockTable(DEVICE, [pool.allocate() for _ in range(self.num_blocks_for(num_encoder_tokens))])
+        self.cross_tables[request_id] = BlockTable(DEVICE, pool.allocate_run(self.num_blocks_for(num_encoder_tokens)))
         for seq_id, num_tokens in seqs.items():
             assert seq_id not in self.self_tables, f"sequence {seq_id} already has a table"
             self.self_tables[seq_id] = BlockTable(DEVICE, [pool.allocate() for _ in range(self.num_blocks_for(num_tokens))])
@@ -175,8 +193,14 @@ class BlockManager:
 
     def _move(self, request_id: str, seq_ids: list[int], src: str, dst: str) -> list[tuple[int, int]]:
         src_pool, dst_pool = self.pools[src], self.pools[dst]
-        mapping: dict[int, int] = {}  # shared blocks move once and stay shared
-        for table in self._tables(request_id, seq_ids):
+        cross, *self_tables = self._tables(request_id, seq_ids)
+        assert cross.device == src, f"cross table of {request_id} is on {cross.device}, not {src}"
+        run = dst_pool.allocate_run(len(cross.blocks))  # the request's own blocks: keep them a run
+        mapping = dict(zip(cross.blocks, run))
+        for block in cross.blocks:
+            src_pool.decref(block)
+        cross.blocks, cross.device = run, dst
+        for table in self_tables:  # shared blocks move once and stay shared
             assert table.device == src, f"table of {request_id} is on {table.device}, not {src}"
             moved = []
             for block in table.blocks:

@@ -22,13 +22,22 @@ def paged_decode_attention_ref(
     seq_lens: torch.Tensor,  # [seqs] int, >= 1
     scale: float,
 ) -> torch.Tensor:  # [seqs, heads, head_dim]
+    """Sequence by sequence: a table of consecutive blocks is read as a slice of the cache
+    (no copy: the usual case for cross-attention tables, allocated as runs); any other
+    table's blocks are gathered first."""
     check_paged_args(q, kv_cache, block_tables, seq_lens)
-    num_seqs, heads, dim = q.shape
+    heads, dim = q.shape[1:]
     block_size = kv_cache.shape[2]
-    max_len = block_tables.shape[1] * block_size
-    # Gather each sequence's blocks into [seqs, max_len, heads, dim]; mask the tail by length.
-    k = kv_cache[0][block_tables.long()].view(num_seqs, max_len, heads, dim).transpose(1, 2)
-    v = kv_cache[1][block_tables.long()].view(num_seqs, max_len, heads, dim).transpose(1, 2)
-    mask = torch.arange(max_len, device=q.device)[None, :] < seq_lens[:, None]
-    out = F.scaled_dot_product_attention(q[:, :, None, :], k, v, attn_mask=mask[:, None, None, :], scale=scale)
-    return out[:, :, 0, :]
+    out = torch.empty_like(q)
+    for i, (table, n) in enumerate(zip(block_tables.tolist(), seq_lens.tolist())):
+        blocks = table[: -(-n // block_size)]
+        first = blocks[0]
+        if blocks == list(range(first, first + len(blocks))):
+            k, v = kv_cache[0, first : first + len(blocks)], kv_cache[1, first : first + len(blocks)]
+        else:
+            index = torch.tensor(blocks, device=q.device)
+            k, v = kv_cache[0].index_select(0, index), kv_cache[1].index_select(0, index)
+        k = k.reshape(-1, heads, dim)[:n].transpose(0, 1)  # [heads, n, dim]
+        v = v.reshape(-1, heads, dim)[:n].transpose(0, 1)
+        out[i] = F.scaled_dot_product_attention(q[i, :, None, :], k, v, scale=scale)[:, 0, :]
+    return out

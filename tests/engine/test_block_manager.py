@@ -117,7 +117,7 @@ class BlockAccounting(RuleBasedStateMachine):
             pool = self.bm.pools[device]
             used = sum(1 for c in pool.ref_counts if c > 0)
             assert pool.num_free + used == pool.num_blocks
-            assert len(set(pool.free_blocks)) == pool.num_free
+            assert len(pool.free_blocks) == pool.num_free
             assert all(pool.ref_counts[b] == 0 for b in pool.free_blocks)
 
     @invariant()
