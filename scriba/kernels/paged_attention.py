@@ -15,6 +15,11 @@ def check_paged_args(q: torch.Tensor, kv_cache: torch.Tensor, block_tables: torc
         raise ValueError(f"block_tables {tuple(block_tables.shape)} / seq_lens {tuple(seq_lens.shape)} do not match {q.shape[0]} seqs")
 
 
+# A table of at least this many consecutive blocks is read in place; shorter or scattered
+# tables are gathered together and attended in one batched call.
+MIN_BLOCKS_IN_PLACE = 8
+
+
 def paged_decode_attention_ref(
     q: torch.Tensor,  # [seqs, heads, head_dim]
     kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim]
@@ -22,22 +27,40 @@ def paged_decode_attention_ref(
     seq_lens: torch.Tensor,  # [seqs] int, >= 1
     scale: float,
 ) -> torch.Tensor:  # [seqs, heads, head_dim]
-    """Sequence by sequence: a table of consecutive blocks is read as a slice of the cache
-    (no copy: the usual case for cross-attention tables, allocated as runs); any other
-    table's blocks are gathered first."""
+    """Long tables of consecutive blocks (cross-attention tables are allocated as runs) are
+    read as slices of the cache, one sequence at a time, with no copy. The other sequences'
+    blocks are gathered into one padded batch, masked by length."""
     check_paged_args(q, kv_cache, block_tables, seq_lens)
-    heads, dim = q.shape[1:]
     block_size = kv_cache.shape[2]
     out = torch.empty_like(q)
+    gathered: list[int] = []
     for i, (table, n) in enumerate(zip(block_tables.tolist(), seq_lens.tolist())):
         blocks = table[: -(-n // block_size)]
         first = blocks[0]
-        if blocks == list(range(first, first + len(blocks))):
-            k, v = kv_cache[0, first : first + len(blocks)], kv_cache[1, first : first + len(blocks)]
+        if len(blocks) >= MIN_BLOCKS_IN_PLACE and blocks == list(range(first, first + len(blocks))):
+            out[i] = _attend_slice(q[i], kv_cache[:, first : first + len(blocks)], n, scale)
         else:
-            index = torch.tensor(blocks, device=q.device)
-            k, v = kv_cache[0].index_select(0, index), kv_cache[1].index_select(0, index)
-        k = k.reshape(-1, heads, dim)[:n].transpose(0, 1)  # [heads, n, dim]
-        v = v.reshape(-1, heads, dim)[:n].transpose(0, 1)
-        out[i] = F.scaled_dot_product_attention(q[i, :, None, :], k, v, scale=scale)[:, 0, :]
+            gathered.append(i)
+    if gathered:
+        index = torch.tensor(gathered, device=q.device)
+        out[index] = _attend_gathered(q[index], kv_cache, block_tables[index], seq_lens[index], scale)
     return out
+
+
+def _attend_slice(q: torch.Tensor, kv: torch.Tensor, n: int, scale: float) -> torch.Tensor:
+    """q [heads, dim] over the first n positions of kv [2, blocks, block_size, heads, dim]."""
+    heads, dim = q.shape
+    k = kv[0].reshape(-1, heads, dim)[:n].transpose(0, 1)[None]  # [1, heads, n, dim]
+    v = kv[1].reshape(-1, heads, dim)[:n].transpose(0, 1)[None]
+    return F.scaled_dot_product_attention(q[None, :, None, :], k, v, scale=scale)[0, :, 0, :]
+
+
+def _attend_gathered(q, kv_cache, block_tables, seq_lens, scale) -> torch.Tensor:
+    num_seqs, heads, dim = q.shape
+    max_blocks = int(seq_lens.max().item() + kv_cache.shape[2] - 1) // kv_cache.shape[2]
+    index = block_tables[:, :max_blocks].flatten().long()
+    shape = (num_seqs, -1, heads, dim)
+    k = kv_cache[0].index_select(0, index).view(shape).transpose(1, 2)  # [seqs, heads, len, dim]
+    v = kv_cache[1].index_select(0, index).view(shape).transpose(1, 2)
+    mask = torch.arange(k.shape[2], device=q.device)[None, :] < seq_lens[:, None]
+    return F.scaled_dot_product_attention(q[:, :, None, :], k, v, attn_mask=mask[:, None, None, :], scale=scale)[:, :, 0, :]

@@ -37,7 +37,8 @@ def varlen_attention_ref(
         q0, q1, k0, k1 = bounds_q[i], bounds_q[i + 1], bounds_k[i], bounds_k[i + 1]
         if q1 == q0:
             continue
-        qi, ki, vi = (t.transpose(0, 1) for t in (q[q0:q1], k[k0:k1], v[k0:k1]))  # [heads, len, dim]
+        # [1, heads, len, dim]: 4-D inputs let torch pick its fused CPU kernel, not the math path.
+        qi, ki, vi = (t.transpose(0, 1)[None] for t in (q[q0:q1], k[k0:k1], v[k0:k1]))
         mask = None
         if causal and q1 - q0 != k1 - k0:
             offset = (k1 - k0) - (q1 - q0)
@@ -45,5 +46,5 @@ def varlen_attention_ref(
             mask = torch.arange(k1 - k0, device=q.device)[None, :] <= rows + offset
         is_causal = causal and mask is None
         o = F.scaled_dot_product_attention(qi, ki, vi, attn_mask=mask, is_causal=is_causal, scale=scale)
-        out[q0:q1] = o.transpose(0, 1)
+        out[q0:q1] = o[0].transpose(0, 1)
     return out

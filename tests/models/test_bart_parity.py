@@ -38,12 +38,13 @@ def test_default_prompt_equals_forced_bos(tiny_bart):
         assert gen[0] == 0 and out.outputs[0].token_ids == gen[1:]
 
 
+@pytest.mark.parametrize("kind", ["bart", "mbart"])
 @pytest.mark.parametrize("mode", ["recompute", "swap"])
-def test_parity_under_preemption(tiny_bart, mode):
-    path, hf = tiny_bart
+def test_parity_under_preemption(tiny_bart, tiny_mbart, kind, mode):
+    path, hf = tiny_bart if kind == "bart" else tiny_mbart
     prompts = random_prompts(32, seed=5)
-    expected = hf_generate(hf, prompts, [EOS, 0])
     engine = Engine(path, num_kv_blocks=40, num_cpu_blocks=400, preemption_mode=mode)
+    expected = hf_generate(hf, prompts, engine.model.default_decoder_prompt())
     outs = engine.generate([{"prompt_token_ids": p} for p in prompts], SamplingParams(max_tokens=MAX_NEW, logprobs=5))
     assert_parity(outs, expected)
     sched = engine.scheduler
