@@ -57,6 +57,8 @@ class EngineConfig:
             raise ValueError(f"swap_space_gb must be >= 0, got {self.swap_space_gb}")
         if self.device == "auto":
             self.device = "cuda" if _cuda_available() else "cpu"
+        elif self.device.startswith("cuda") and not _cuda_available():
+            raise ValueError(f"device {self.device!r} was asked for, but torch sees no CUDA GPU; use device='cpu'")
         if self.dtype == "auto":
             self.dtype = "float16" if self.device.startswith("cuda") else "float32"
 

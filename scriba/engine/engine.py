@@ -40,10 +40,13 @@ class Engine:
         self.tokenizer = _load_tokenizer(config.tokenizer or self.model_path, explicit=config.tokenizer is not None)
         m = self.model
         self.inputs = InputProcessor(self.tokenizer, m, InputLimits(m.vocab_size, m.max_encoder_len, m.max_decoder_len))
-        self.eos_token_id = m.config.eos_token_id
+        eos = m.config.eos_token_id
+        self.eos_token_ids: list[int] = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
 
         bytes_per_block = ModelRunner.bytes_per_block(m, config.block_size, config.torch_dtype)
-        num_blocks = config.num_kv_blocks or self._size_kv_pool(bytes_per_block)
+        blocks_for = lambda n: -(-n // config.block_size)  # noqa: E731
+        full_request = blocks_for(m.max_encoder_len) + blocks_for(m.max_decoder_len)
+        num_blocks = config.num_kv_blocks or self._size_kv_pool(bytes_per_block, full_request)
         num_cpu = config.num_cpu_blocks
         if num_cpu is None:
             num_cpu = min(num_blocks, int(config.swap_space_gb * 2**30) // bytes_per_block)
@@ -53,17 +56,14 @@ class Engine:
         self.generator = torch.Generator(device=config.device).manual_seed(config.seed)
         self.groups: dict[str, SequenceGroup] = {}
         self._request_ids = itertools.count()
-        full = self.block_manager.num_blocks_needed(m.max_encoder_len, [m.max_decoder_len])
-        logger.info("KV cache: %d blocks of %d tokens (%.2f GiB); %d requests of full length fit", num_blocks, config.block_size, num_blocks * bytes_per_block / 2**30, num_blocks // full)
+        logger.info("KV cache: %d blocks of %d tokens (%.2f GiB); %d requests of full length fit", num_blocks, config.block_size, num_blocks * bytes_per_block / 2**30, num_blocks // full_request)
 
-    def _size_kv_pool(self, bytes_per_block: int) -> int:
+    def _size_kv_pool(self, bytes_per_block: int, per_request: int) -> int:
         """Blocks for `kv_cache_memory_fraction` of free memory, no more than max_num_seqs full requests need."""
-        m, bm_size = self.model, self.config.block_size
-        per_request = -(-m.max_encoder_len // bm_size) + -(-m.max_decoder_len // bm_size)
         if self.config.device.startswith("cuda"):
             free = torch.cuda.mem_get_info(torch.device(self.config.device))[0]
         else:
-            free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+            free = _available_memory()
         by_memory = int(free * self.config.kv_cache_memory_fraction) // bytes_per_block
         return max(per_request, min(by_memory, self.config.max_num_seqs * per_request))
 
@@ -82,7 +82,7 @@ class Engine:
         if params.seed is not None:
             generator = torch.Generator(device=self.config.device).manual_seed(params.seed)
         group = SequenceGroup(request_id, inputs, params, generator, arrival=time.monotonic())
-        group.processors = build_processors(params, None if params.ignore_eos else self.eos_token_id, len(inputs.decoder_token_ids))
+        group.processors = build_processors(params, [] if params.ignore_eos else self.eos_token_ids, len(inputs.decoder_token_ids))
         self.groups[request_id] = group
         self.scheduler.add(group)
 
@@ -139,7 +139,7 @@ class Engine:
 
     def _check_stop(self, group: SequenceGroup, seq) -> None:
         params, token = group.params, seq.token_ids[-1]
-        if token == self.eos_token_id and not params.ignore_eos:
+        if token in self.eos_token_ids and not params.ignore_eos:
             seq.status = SequenceStatus.FINISHED_STOPPED
         elif token in params.stop_token_ids:
             seq.status, seq.stop_reason = SequenceStatus.FINISHED_STOPPED, token
@@ -240,6 +240,18 @@ def _load_tokenizer(path: str, explicit: bool):
     except (OSError, ValueError, TypeError) as e:
         logger.warning("no tokenizer for %s (%s): text prompts are disabled, outputs carry token ids only", path, e)
         return None
+
+
+def _available_memory() -> int:
+    """Bytes of memory available to new allocations (Linux MemAvailable, else free pages)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def _progress(total: int):

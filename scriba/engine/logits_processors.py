@@ -88,14 +88,14 @@ class SuppressTokens:
         return logits
 
 
-def build_processors(params: SamplingParams, eos_token_id: int | None, prompt_len: int) -> list[LogitsProcessor]:
-    """The request's processors, in transformers' order."""
+def build_processors(params: SamplingParams, eos_token_ids: list[int], prompt_len: int) -> list[LogitsProcessor]:
+    """The request's processors, in transformers' order (`eos_token_ids` empty with ignore_eos)."""
     processors: list[LogitsProcessor] = []
     if params.repetition_penalty != 1.0:
         processors.append(RepetitionPenalty(params.repetition_penalty))
     if params.no_repeat_ngram_size > 0:
         processors.append(NoRepeatNGram(params.no_repeat_ngram_size))
-    stop_ids = ([] if eos_token_id is None or params.ignore_eos else [eos_token_id]) + params.stop_token_ids
+    stop_ids = list(eos_token_ids) + params.stop_token_ids
     if params.min_tokens > 0 and stop_ids:
         processors.append(MinTokens(params.min_tokens, stop_ids))
     if params.forced_bos_token_id is not None:

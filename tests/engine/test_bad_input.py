@@ -1,6 +1,7 @@
 """Bad input: a clear error naming the problem; the engine keeps serving everyone else."""
 
 import pytest
+import torch
 
 from scriba import Engine, SamplingParams
 
@@ -101,3 +102,6 @@ def test_bad_engine_config(tiny_bart):
         Engine(tiny_bart[0], block_size=0)
     with pytest.raises(TypeError):
         Engine(tiny_bart[0], no_such_option=1)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="torch sees no CUDA GPU"):
+            Engine(tiny_bart[0], device="cuda")

@@ -50,3 +50,12 @@ def test_outputs_echo_prompts_and_finish(tiny_bart):
     assert out.encoder_prompt_token_ids == engine.tokenizer("hello")["input_ids"]
     assert out.prompt_token_ids == [2, 0, 75] and len(out.outputs[0].token_ids) <= 5
     assert out.outputs[0].finish_reason in ("stop", "length")
+
+
+def test_kv_pool_sized_from_memory(tiny_bart):
+    """num_kv_blocks=None: enough for max_num_seqs full-length requests when memory allows."""
+    engine = Engine(tiny_bart[0], max_num_seqs=4)
+    bm, m = engine.block_manager, engine.model
+    per_request = bm.num_blocks_needed(m.max_encoder_len, [m.max_decoder_len])
+    assert bm.num_total() == 4 * per_request
+    assert engine.runner.kv_caches[0].shape[1] == bm.num_total()
