@@ -210,18 +210,21 @@ class Engine:
         finished: dict[str, RequestOutput] = {}
         pending = set(ids)
         bar = _progress(len(ids)) if use_tqdm else None
-        while pending:
-            outputs = self.step()
-            if not outputs and not self.scheduler.running:
-                raise RuntimeError(f"the scheduler cannot place requests {sorted(pending)}")
-            for out in outputs:
-                if out.finished and out.request_id in pending:
-                    finished[out.request_id] = out
-                    pending.discard(out.request_id)
-                    if bar is not None:
-                        bar.update(1)
-        if bar is not None:
-            bar.close()
+        try:
+            while pending:
+                outputs = self.step()
+                if not outputs and not self.scheduler.running:
+                    raise RuntimeError(f"the scheduler cannot place requests {sorted(pending)}")
+                for out in outputs:
+                    if out.finished and out.request_id in pending:
+                        finished[out.request_id] = out
+                        pending.discard(out.request_id)
+                        if bar is not None:
+                            bar.update(1)
+        finally:  # interrupted (Ctrl-C, an error): leave none of this call's requests behind
+            self.abort(sorted(pending))
+            if bar is not None:
+                bar.close()
         return [finished[rid] for rid in ids]
 
 

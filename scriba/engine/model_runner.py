@@ -37,9 +37,10 @@ class ModelRunner:
         self.backend = get_backend(backend, self.device)
         layers = model.decoder_attention_layers()
         attn = layers[0][0]
-        shape = (2, block_size, attn.num_heads, attn.head_dim)
-        self.kv_caches = [torch.zeros(shape[0], num_device_blocks, *shape[1:], dtype=dtype, device=self.device) for _ in layers]
-        self.cpu_caches = [torch.zeros(shape[0], num_cpu_blocks, *shape[1:], dtype=dtype) for _ in layers]
+        block = (block_size, attn.num_heads, attn.head_dim)
+        # Zeros, not empty: a never-written slot may be read under a zero attention weight.
+        self.kv_caches = [torch.zeros(2, num_device_blocks, *block, dtype=dtype, device=self.device) for _ in layers]
+        self.cpu_caches = [torch.zeros(2, num_cpu_blocks, *block, dtype=dtype) for _ in layers]
         for cache, ops in zip(self.kv_caches, layers):
             for op in ops:  # self- and cross-attention of a layer share its cache
                 op.kv_cache = cache

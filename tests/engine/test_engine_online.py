@@ -1,5 +1,7 @@
 """Online use: requests join while others decode, aborts free everything, outputs unchanged."""
 
+import pytest
+
 from oracle import random_prompts
 from scriba import Engine, SamplingParams
 
@@ -59,3 +61,22 @@ def test_kv_pool_sized_from_memory(tiny_bart):
     per_request = bm.num_blocks_needed(m.max_encoder_len, [m.max_decoder_len])
     assert bm.num_total() == 4 * per_request
     assert engine.runner.kv_caches[0].shape[1] == bm.num_total()
+
+
+def test_interrupted_generate_leaves_nothing_behind(tiny_bart, monkeypatch):
+    engine = Engine(tiny_bart[0], num_kv_blocks=128)
+    real_step, calls = engine.step, []
+
+    def interrupted_step():
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_step()
+
+    monkeypatch.setattr(engine, "step", interrupted_step)
+    with pytest.raises(KeyboardInterrupt):
+        engine.generate(["one", "two"], SamplingParams(max_tokens=20, ignore_eos=True))
+    monkeypatch.undo()
+    assert not engine.has_unfinished_requests() and not engine.groups
+    assert engine.block_manager.num_free() == engine.block_manager.num_total()
+    assert [o.finished for o in engine.generate(["one", "two"], SamplingParams(max_tokens=4))] == [True, True]

@@ -117,3 +117,17 @@ def test_stop_tokens_ignore_eos_and_logprobs(engine):
     assert all(t in lp and 1 <= len(lp) <= 4 for t, lp in zip(free.token_ids, free.logprobs))
     assert math.isclose(free.cumulative_logprob, sum(lp[t].logprob for t, lp in zip(free.token_ids, free.logprobs)), rel_tol=1e-6)
     assert all(lp[t].decoded_token is not None for t, lp in zip(free.token_ids, free.logprobs))
+
+
+@pytest.mark.parametrize("mode", ["recompute", "swap"])
+def test_n_samples_survive_preemption(tiny_bart, mode):
+    """Forked samples that are preempted (all of a request's sequences at once) and resumed
+    give exactly what they give with room to spare: same seed, same draws."""
+    prompts = as_prompts(random_prompts(6, seed=31, max_len=120))
+    params = [SamplingParams(n=3, temperature=1.0, seed=50 + i, max_tokens=30, ignore_eos=True) for i in range(6)]
+    roomy = Engine(tiny_bart[0], num_kv_blocks=1024).generate(prompts, params)
+    tight = Engine(tiny_bart[0], num_kv_blocks=40, num_cpu_blocks=400, preemption_mode=mode)
+    outs = tight.generate(prompts, params)
+    assert [[c.token_ids for c in o.outputs] for o in outs] == [[c.token_ids for c in o.outputs] for o in roomy]
+    assert (tight.scheduler.num_swapped_out if mode == "swap" else tight.scheduler.num_recomputed) > 0
+    assert tight.block_manager.num_free() == tight.block_manager.num_total()
