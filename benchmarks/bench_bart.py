@@ -13,6 +13,7 @@ tokens/s for each and the ratios, and checks that the greedy tokens agree.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import random
 import tempfile
@@ -47,6 +48,14 @@ def hf_generate(model, prompts: list[list[int]], new_tokens: int) -> list[list[i
         max_new_tokens=new_tokens, do_sample=False, num_beams=1, eos_token_id=None, forced_eos_token_id=None,
     )
     return out[:, 2:].tolist()
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
 
 
 def timed(fn):
@@ -90,7 +99,7 @@ def main() -> None:
 
     same = sum(o.outputs[0].token_ids == ref for o, ref in zip(outs, hf_batched))
     lengths = [len(p) for p in prompts]
-    print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}")
+    print(f"machine: {cpu_name()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, torch {torch.__version__}")
     print(f"model: random bart-base shape (d_model 768, 6+6 layers), float32, CPU")
     print(f"requests: {args.num_requests}, encoder lengths {min(lengths)}..{max(lengths)} (mean {sum(lengths) / len(lengths):.0f}), {args.new_tokens} new tokens each")
     print(f"scriba                     {t_scriba:8.2f} s  {total / t_scriba:8.1f} tok/s")
