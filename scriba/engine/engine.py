@@ -87,6 +87,8 @@ class Engine:
         self.scheduler.add(group)
 
     def _check_fits(self, encoder_ids: list[int], decoder_ids: list[int], params: SamplingParams) -> None:
+        if params.n > self.config.max_num_seqs:
+            raise ValueError(f"n={params.n} is more than max_num_seqs={self.config.max_num_seqs} sequences per step")
         bm = self.block_manager
         longest = min(len(decoder_ids) + params.max_tokens, self.model.max_decoder_len)
         need = bm.num_blocks_needed(len(encoder_ids), [longest] * params.n)

@@ -135,7 +135,8 @@ class Scheduler:
                 out.aborted.append(group)
                 continue
             alone = not (out.decodes or out.prefills)
-            if status is AllocStatus.LATER or num_seqs + len(seqs) > self.config.max_num_seqs:
+            num_new = group.params.n if group.needs_fork else len(seqs)  # it forks right after prefill
+            if status is AllocStatus.LATER or (num_seqs + num_new > self.config.max_num_seqs and not alone):
                 break
             if cost > budget and not alone:  # a step may exceed the budget only for a lone group
                 break
@@ -144,7 +145,7 @@ class Scheduler:
             for seq in seqs:
                 seq.status = SequenceStatus.RUNNING
             out.prefills.append(group)
-            num_seqs += len(seqs)
+            num_seqs += num_new
             budget -= cost
 
         self.running = sorted(out.prefills + out.decodes, key=lambda g: g.arrival)

@@ -88,6 +88,12 @@ def test_duplicate_request_id(engine):
     assert not engine.has_unfinished_requests()
 
 
+def test_more_samples_than_sequences_per_step(tiny_bart):
+    engine = Engine(tiny_bart[0], num_kv_blocks=64, max_num_seqs=2)
+    with pytest.raises(ValueError, match="n=3 is more than max_num_seqs=2"):
+        engine.add_request("many", "text", SamplingParams(n=3, temperature=1.0))
+
+
 def test_request_larger_than_the_pool(tiny_bart):
     small = Engine(tiny_bart[0], num_kv_blocks=8)
     with pytest.raises(ValueError, match=r"request needs up to \d+ KV blocks but the pool has 8"):

@@ -122,3 +122,12 @@ def test_swap_preemption_and_fallback_to_recompute():
         sched.add(group(f"r{i}", enc_len=8, dec_len=2, arrival=i, max_tokens=16))
     run_to_end(sched)
     assert sched.num_recomputed > 0 and bm.num_free() == bm.num_total()
+
+
+def test_forking_requests_count_all_their_samples():
+    sched, _ = make(max_num_seqs=5)
+    for i in range(3):
+        g = group(f"r{i}", arrival=i)
+        g.params = SamplingParams(n=2, temperature=1.0)
+        sched.add(g)
+    assert [g.request_id for g in sched.schedule().prefills] == ["r0", "r1"]  # 2 + 2 samples; 3 more would pass 5
