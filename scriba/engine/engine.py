@@ -249,14 +249,12 @@ def _load_tokenizer(path: str, explicit: bool):
 
 def _available_memory() -> int:
     """Bytes of memory available to new allocations (Linux MemAvailable, else free pages)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    free_pages = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if not os.path.exists("/proc/meminfo"):
+        return free_pages
+    with open("/proc/meminfo") as f:
+        available = [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
+    return available[0] if available else free_pages
 
 
 def _progress(total: int):
