@@ -15,6 +15,11 @@ from dataclasses import dataclass
 DEVICE, CPU = "device", "cpu"
 
 
+def blocks_for(num_tokens: int, block_size: int) -> int:
+    """Blocks needed to hold num_tokens tokens."""
+    return -(-num_tokens // block_size)
+
+
 class AllocStatus(enum.Enum):
     OK = "ok"
     LATER = "later"  # not now: wait for blocks to be freed
@@ -88,7 +93,7 @@ class BlockManager:
 
     # -- queries ---------------------------------------------------------------------------
     def num_blocks_for(self, num_tokens: int) -> int:
-        return -(-num_tokens // self.block_size)
+        return blocks_for(num_tokens, self.block_size)
 
     def num_free(self, device: str = DEVICE) -> int:
         return self.pools[device].num_free

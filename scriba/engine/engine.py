@@ -11,7 +11,7 @@ from collections.abc import Sequence as Seq
 import torch
 
 from scriba.config import EngineConfig
-from scriba.engine.block_manager import BlockManager
+from scriba.engine.block_manager import BlockManager, blocks_for
 from scriba.engine.inputs import InputLimits, InputProcessor, PromptType
 from scriba.engine.logits_processors import build_processors
 from scriba.engine.model_runner import ModelRunner
@@ -44,8 +44,7 @@ class Engine:
         self.eos_token_ids: list[int] = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
 
         bytes_per_block = ModelRunner.bytes_per_block(m, config.block_size, config.torch_dtype)
-        blocks_for = lambda n: -(-n // config.block_size)  # noqa: E731
-        full_request = blocks_for(m.max_encoder_len) + blocks_for(m.max_decoder_len)
+        full_request = blocks_for(m.max_encoder_len, config.block_size) + blocks_for(m.max_decoder_len, config.block_size)
         num_blocks = config.num_kv_blocks or self._size_kv_pool(bytes_per_block, full_request)
         num_cpu = config.num_cpu_blocks
         if num_cpu is None:
