@@ -14,7 +14,9 @@ class EngineConfig:
     """Everything the engine needs to know, checked in `__post_init__`.
 
     `device` and `dtype` may be "auto": they resolve to the GPU (float16) when one is
-    present, else the CPU (float32). `num_kv_blocks=None` sizes the KV pool from memory.
+    present, else the CPU (float32). `num_kv_blocks=None` sizes the KV pool from memory, for
+    at most `max_num_seqs` requests of full length. On the CPU the swap pool is only made
+    for preemption_mode="swap" (swapping to the device's own memory gains nothing otherwise).
     """
 
     model: str | None = None
@@ -30,7 +32,7 @@ class EngineConfig:
     kv_cache_memory_fraction: float = 0.25  # of available memory, when num_kv_blocks is None
     swap_space_gb: float = 1.0  # CPU swap pool, when num_cpu_blocks is None
     # Scheduling
-    max_num_seqs: int = 256
+    max_num_seqs: int | None = None  # decoder sequences per step: 256 on a GPU, 64 on the CPU
     max_num_batched_tokens: int = 16384
     preemption_mode: str = "recompute"
     attention_backend: str = "auto"
@@ -45,7 +47,8 @@ class EngineConfig:
         if self.device != "auto" and self.device.split(":")[0] not in ("cpu", "cuda"):
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:N]', got {self.device!r}")
         _check_positive("block_size", self.block_size)
-        _check_positive("max_num_seqs", self.max_num_seqs)
+        if self.max_num_seqs is not None:
+            _check_positive("max_num_seqs", self.max_num_seqs)
         _check_positive("max_num_batched_tokens", self.max_num_batched_tokens)
         if self.num_kv_blocks is not None:
             _check_positive("num_kv_blocks", self.num_kv_blocks)
@@ -59,8 +62,13 @@ class EngineConfig:
             self.device = "cuda" if _cuda_available() else "cpu"
         elif self.device.startswith("cuda") and not _cuda_available():
             raise ValueError(f"device {self.device!r} was asked for, but torch sees no CUDA GPU; use device='cpu'")
+        on_gpu = self.device.startswith("cuda")
         if self.dtype == "auto":
-            self.dtype = "float16" if self.device.startswith("cuda") else "float32"
+            self.dtype = "float16" if on_gpu else "float32"
+        if self.max_num_seqs is None:
+            self.max_num_seqs = 256 if on_gpu else 64
+        if self.num_cpu_blocks is None and not on_gpu and self.preemption_mode != "swap":
+            self.num_cpu_blocks = 0
 
     @property
     def torch_dtype(self):

@@ -19,7 +19,8 @@ from scriba.engine.outputs import CompletionOutput, RequestOutput
 from scriba.engine.sampling_params import SamplingParams
 from scriba.engine.scheduler import Scheduler
 from scriba.engine.sequence import SequenceGroup, SequenceStatus
-from scriba.models import load_model
+from scriba.engine.whisper_decoding import build_whisper_processors, spoken_language
+from scriba.models import default_model_path, load_model
 
 logger = logging.getLogger("scriba")
 
@@ -27,14 +28,15 @@ logger = logging.getLogger("scriba")
 class Engine:
     """A paged encoder/decoder engine for one model.
 
-    `Engine("facebook/bart-large-cnn", max_num_seqs=64)`: keyword arguments fill EngineConfig.
+    `Engine("facebook/bart-large-cnn", max_num_seqs=64)`: keyword arguments fill EngineConfig;
+    `Engine()` runs the bundled English Whisper (tiny.en), offline.
     Offline use: `generate(prompts, params)`. Online use: `add_request`, then `step()` until
     `has_unfinished_requests()` is False; `abort(request_id)` at any time.
     """
 
     def __init__(self, model: str | None = None, **kwargs):
-        if model is None:
-            raise ValueError("Engine needs a model: a Hugging Face hub id or a local folder")
+        if model is None:  # the offline default: the bundled tiny.en
+            model = default_model_path()
         self.config = config = EngineConfig(model=model, **kwargs)
         self.model, self.model_path = load_model(model, config.device, config.torch_dtype, config.revision)
         self.tokenizer = _load_tokenizer(config.tokenizer or self.model_path, explicit=config.tokenizer is not None)
@@ -76,21 +78,27 @@ class Engine:
         bad = [t for t in params.token_ids_to_check() if not 0 <= t < self.model.vocab_size]
         if bad:
             raise ValueError(f"sampling params name token ids outside the vocabulary [0, {self.model.vocab_size}): {bad}")
-        self._check_fits(inputs.encoder_token_ids, inputs.decoder_token_ids, params)
+        self._check_fits(inputs.encoder_len, inputs.decoder_token_ids, params)
         generator = self.generator
         if params.seed is not None:
             generator = torch.Generator(device=self.config.device).manual_seed(params.seed)
         group = SequenceGroup(request_id, inputs, params, generator, arrival=time.monotonic())
         group.processors = build_processors(params, [] if params.ignore_eos else self.eos_token_ids, len(inputs.decoder_token_ids))
+        if getattr(self.model, "encodes_audio", False):
+            tokens = self.model.tokens
+            if inputs.audio_plan is not None:
+                group.processors += build_whisper_processors(tokens, inputs.audio_plan)
+            if tokens.sot in inputs.decoder_token_ids:
+                group.probe = (inputs.decoder_token_ids.index(tokens.sot), tokens.no_speech)
         self.groups[request_id] = group
         self.scheduler.add(group)
 
-    def _check_fits(self, encoder_ids: list[int], decoder_ids: list[int], params: SamplingParams) -> None:
+    def _check_fits(self, encoder_len: int, decoder_ids: list[int], params: SamplingParams) -> None:
         if params.n > self.config.max_num_seqs:
             raise ValueError(f"n={params.n} is more than max_num_seqs={self.config.max_num_seqs} sequences per step")
         bm = self.block_manager
         longest = min(len(decoder_ids) + params.max_tokens, self.model.max_decoder_len)
-        need = bm.num_blocks_needed(len(encoder_ids), [longest] * params.n)
+        need = bm.num_blocks_needed(encoder_len, [longest] * params.n)
         room = bm.num_total() - bm.watermark_blocks
         if need > room:
             raise ValueError(
@@ -117,7 +125,9 @@ class Engine:
             sched.blocks_to_copy,
         )
         for group in sched.prefills + sched.decodes:
-            self._apply_samples(group, results)
+            self._apply_samples(group, results.samples)
+            if group.request_id in results.probes:
+                group.probe_value = results.probes[group.request_id]
         self.scheduler.remove_finished()
         outputs = [self._output(g) for g in sched.prefills + sched.decodes + sched.aborted]
         for out in outputs:
@@ -171,7 +181,13 @@ class Engine:
                     stop_reason=seq.stop_reason,
                 )
             )
+        language, language_prob = None, None
+        if getattr(self.model, "encodes_audio", False):
+            language, language_prob = spoken_language(self.model.tokens, inputs, group.seqs[0])
         return RequestOutput(
+            language=language,
+            language_probability=language_prob,
+            no_speech_prob=group.probe_value,
             request_id=group.request_id,
             prompt=inputs.decoder_prompt if inputs.decoder_prompt is not None else self._decode(inputs.decoder_token_ids, False),
             prompt_token_ids=list(inputs.decoder_token_ids),
@@ -182,7 +198,10 @@ class Engine:
         )
 
     def _decode(self, ids: list[int], skip_special_tokens: bool) -> str:
-        return "" if self.tokenizer is None else self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+        if self.tokenizer is None:
+            return ""
+        known = len(self.tokenizer)  # Whisper's timestamp tokens are outside its tokenizer
+        return self.tokenizer.decode([t for t in ids if t < known], skip_special_tokens=skip_special_tokens)
 
     # -- offline API --------------------------------------------------------------------------
     def generate(

@@ -5,12 +5,24 @@ Accepted (as in vLLM's encoder/decoder API):
     {"prompt": "text"}                       same
     {"prompt_token_ids": [ids]}              encoder token ids
     {"encoder_prompt": P, "decoder_prompt": Q | None}   explicit pair, P and Q any of the above
+
+and, for Whisper, audio (see `AudioPrompt`):
+    {"audio": A, "language": None | "en" | ..., "task": "transcribe", "timestamps": False,
+     "prompt": previous text, "prefix": text}          the decoder prompt is built from the options
+    {"encoder_prompt": {"audio": A}, "decoder_prompt": Q}  Q used as given (the hook is bypassed)
+A is a path, bytes, a file object, (float array, sample_rate), or "input_features" replaces
+"audio" with precomputed log-mel features [mel_bins, frames].
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Union
+
+if TYPE_CHECKING:  # audio needs numpy and torch; text-only use (and the scheduler) does not
+    import numpy as np
+
+    from scriba.engine.whisper_decoding import AudioPlan
 
 
 class TextPrompt(TypedDict):
@@ -29,7 +41,18 @@ class ExplicitEncoderDecoderPrompt(TypedDict):
     decoder_prompt: SingletonPrompt | None
 
 
-PromptType = Union[SingletonPrompt, ExplicitEncoderDecoderPrompt]
+class AudioPrompt(TypedDict, total=False):
+    audio: Any
+    input_features: Any
+    language: str | None
+    task: str
+    timestamps: bool
+    prompt: str | list[int]
+    prefix: str | list[int]
+
+
+PromptType = Union[SingletonPrompt, ExplicitEncoderDecoderPrompt, AudioPrompt]
+_AUDIO_OPTIONS = {"audio", "input_features", "language", "task", "timestamps", "prompt", "prefix"}
 
 
 @dataclass
@@ -40,6 +63,15 @@ class EncoderDecoderInputs:
     decoder_token_ids: list[int]
     encoder_prompt: str | None = None
     decoder_prompt: str | None = None
+    encoder_features: np.ndarray | None = None  # [mel_bins, frames] for an audio encoder
+    num_encoder_positions: int | None = None  # what the features encode to (Whisper: 1500)
+    audio_plan: AudioPlan | None = None  # Whisper's prompt layout, when built from options
+    audio_seconds: float | None = None
+
+    @property
+    def encoder_len(self) -> int:
+        """Encoder positions, which size the cross-attention block table."""
+        return len(self.encoder_token_ids) if self.num_encoder_positions is None else self.num_encoder_positions
 
 
 class DecoderPromptHooks(Protocol):
@@ -66,6 +98,12 @@ class InputProcessor:
         self.limits = limits
 
     def process(self, prompt: PromptType) -> EncoderDecoderInputs:
+        encodes_audio = getattr(self.hooks, "encodes_audio", False)
+        is_audio = _is_audio(prompt) or (isinstance(prompt, dict) and _is_audio(prompt.get("encoder_prompt")))
+        if is_audio != encodes_audio:
+            raise ValueError("this model transcribes audio: give {'audio': ...}" if encodes_audio else "this model takes text, not audio")
+        if is_audio:
+            return self._process_audio(prompt)
         if isinstance(prompt, dict) and "encoder_prompt" in prompt:
             unknown = set(prompt) - {"encoder_prompt", "decoder_prompt"}
             if unknown:
@@ -83,6 +121,61 @@ class InputProcessor:
         self._check(encoder_ids, "encoder", self.limits.max_encoder_len)
         self._check(decoder_ids, "decoder", self.limits.max_decoder_len)
         return EncoderDecoderInputs(encoder_ids, decoder_ids, encoder_text, decoder_text)
+
+    def _process_audio(self, prompt: dict) -> EncoderDecoderInputs:
+        from scriba.engine.whisper_decoding import plan_decoder_prompt
+
+        explicit = "encoder_prompt" in prompt
+        options = prompt["encoder_prompt"] if explicit else prompt
+        allowed = {"audio", "input_features"} if explicit else _AUDIO_OPTIONS
+        unknown = set(options) - allowed
+        if unknown:
+            raise ValueError(f"unknown keys in audio prompt: {sorted(unknown)} (allowed: {sorted(allowed)})")
+        features, seconds = self._features(options)
+        inputs = EncoderDecoderInputs([], [], encoder_features=features, num_encoder_positions=self.limits.max_encoder_len, audio_seconds=seconds)
+        if explicit and prompt.get("decoder_prompt") is not None:
+            inputs.decoder_prompt, ids = self._tokenize(prompt["decoder_prompt"], "decoder", add_special_tokens=False)
+            inputs.decoder_token_ids = self.hooks.prepare_decoder_prompt(ids)
+        else:
+            timestamps = options.get("timestamps", False)
+            if not isinstance(timestamps, bool):
+                raise ValueError(f"timestamps must be True or False, got {timestamps!r}")
+            prev = self._text_ids(options.get("prompt"), "prompt", leading_space=True)
+            prefix = self._text_ids(options.get("prefix"), "prefix", leading_space=True)
+            inputs.decoder_token_ids, inputs.audio_plan = plan_decoder_prompt(
+                self.hooks.tokens, options.get("language"), options.get("task", "transcribe"), timestamps, prev, prefix, self.limits.max_decoder_len
+            )
+        self._check(inputs.decoder_token_ids, "decoder", self.limits.max_decoder_len)
+        return inputs
+
+    def _features(self, options: dict) -> tuple[np.ndarray, float | None]:
+        import numpy as np
+
+        from scriba.engine.audio import SAMPLE_RATE, WINDOW_SECONDS, load_audio, log_mel
+
+        mels, frames = self.hooks.num_mel_bins, self.hooks.num_frames
+        if "input_features" in options:
+            features = np.asarray(options["input_features"], dtype=np.float32)
+            if features.shape != (mels, frames):
+                raise ValueError(f"input_features must have shape ({mels}, {frames}), got {features.shape}")
+            return features, None
+        samples = load_audio(options.get("audio"))
+        seconds = len(samples) / SAMPLE_RATE
+        if seconds > WINDOW_SECONDS + 1e-6:
+            raise ValueError(f"audio is {seconds:.1f} s long; one request holds up to {WINDOW_SECONDS} s: use scriba.transcribe() for long audio")
+        return log_mel([samples], mels, frames)[0], seconds
+
+    def _text_ids(self, text: Any, which: str, leading_space: bool) -> list[int]:
+        if text is None or text == "":
+            return []
+        if isinstance(text, list) and all(isinstance(t, int) for t in text):
+            return list(text)
+        if not isinstance(text, str):
+            raise ValueError(f"{which} must be text or a list of token ids, got {type(text).__name__}")
+        if self.tokenizer is None:
+            raise ValueError(f"this model has no tokenizer: give the {which} as token ids")
+        text = " " + text.strip() if leading_space else text
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def _tokenize(self, prompt: Any, which: str, add_special_tokens: bool = True) -> tuple[str | None, list[int]]:
         if isinstance(prompt, dict):
@@ -111,3 +204,7 @@ class InputProcessor:
         bad = [t for t in ids if not 0 <= t < self.limits.vocab_size]
         if bad:
             raise ValueError(f"{which} prompt has token ids outside the vocabulary [0, {self.limits.vocab_size}): {bad[:5]}")
+
+
+def _is_audio(prompt: Any) -> bool:
+    return isinstance(prompt, dict) and ("audio" in prompt or "input_features" in prompt)

@@ -6,7 +6,7 @@ the device, and a mirror pool on the CPU for swapping) and binds them to the att
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -22,11 +22,18 @@ class StepInputs:
 
     input_ids: torch.Tensor
     positions: torch.Tensor
-    encoder_input_ids: torch.Tensor | None
+    encoder_inputs: torch.Tensor | None  # token ids [num_encoder_tokens], or features [num_requests, mel_bins, frames]
     encoder_positions: torch.Tensor | None
     meta: AttentionMetadata
     sample_indices: torch.Tensor  # [num_rows] decoder token index whose logits are sampled
     rows: list[tuple[SequenceGroupMetadata, int]]  # (group, seq id) per sampled row
+    probes: list[tuple[str, int, int]] = field(default_factory=list)  # (request id, token index, token id)
+
+
+@dataclass
+class StepResult:
+    samples: dict[int, list[Sample]]  # per sampled sequence id (n samples on a request's first step)
+    probes: dict[str, float]  # per request id: the raw probability its probe asked for
 
 
 class ModelRunner:
@@ -34,6 +41,7 @@ class ModelRunner:
         self.model = model
         self.device = torch.device(device)
         self.block_size = block_size
+        self.dtype = dtype
         self.backend = get_backend(backend, self.device)
         layers = model.decoder_attention_layers()
         attn = layers[0][0]
@@ -59,19 +67,23 @@ class ModelRunner:
         swap_in: list[tuple[int, int]] = (),
         swap_out: list[tuple[int, int]] = (),
         copies: list[tuple[int, int]] = (),
-    ) -> dict[int, list[Sample]]:
-        """Returns, per sampled sequence id, its samples (n of them on a request's first step)."""
+    ) -> StepResult:
         swap_blocks(self.kv_caches, self.cpu_caches, list(swap_out))
         swap_blocks(self.cpu_caches, self.kv_caches, list(swap_in))
         copy_blocks(self.kv_caches, list(copies))
         if not prefills and not decodes:
-            return {}
+            return StepResult({}, {})
         step = self.prepare_inputs(prefills, decodes)
-        hidden = self.model(step.input_ids, step.positions, step.meta, step.encoder_input_ids, step.encoder_positions)
+        hidden = self.model(step.input_ids, step.positions, step.meta, step.encoder_inputs, step.encoder_positions)
         logits = self.model.compute_logits(hidden[step.sample_indices]).float()
+        probes = {}
+        if step.probes:  # e.g. Whisper's no-speech probability at <|startoftranscript|>
+            index = torch.tensor([i for _, i, _ in step.probes], device=self.device)
+            probs = self.model.compute_logits(hidden[index]).float().softmax(dim=-1)
+            probes = {rid: probs[k, token].item() for k, (rid, _, token) in enumerate(step.probes)}
         rows = [self._sample_row(group, seq_id) for group, seq_id in step.rows]
         results = sample(logits, rows)
-        return {seq_id: samples for (_, seq_id), samples in zip(step.rows, results)}
+        return StepResult({seq_id: samples for (_, seq_id), samples in zip(step.rows, results)}, probes)
 
     @staticmethod
     def _sample_row(group: SequenceGroupMetadata, seq_id: int) -> SampleRow:
@@ -92,14 +104,19 @@ class ModelRunner:
     def prepare_inputs(self, prefills: list[SequenceGroupMetadata], decodes: list[SequenceGroupMetadata]) -> StepInputs:
         """Pack [prefill tokens | decode tokens] and build the step's attention metadata."""
         input_ids, positions, slots, sample_indices, rows = [], [], [], [], []
-        enc_ids, enc_pos, enc_cu, cross_slots = [], [], [0], []
+        enc_ids, enc_pos, enc_cu, cross_slots, features, probes = [], [], [0], [], [], []
         prefill_cu, cross_cu_k, cross_index = [0], [0], []
         for group in prefills:
-            enc_start, enc_len = len(enc_ids), len(group.encoder_token_ids)
-            enc_ids += group.encoder_token_ids
-            enc_pos += range(enc_len)
-            enc_cu.append(len(enc_ids))
+            enc_start, enc_len = enc_cu[-1], group.encoder_len
+            if group.encoder_features is not None:
+                features.append(torch.as_tensor(group.encoder_features))
+            else:
+                enc_ids += group.encoder_token_ids
+                enc_pos += range(enc_len)
+            enc_cu.append(enc_start + enc_len)
             cross_slots += self._slots(group.cross_block_table, 0, enc_len)
+            if group.probe is not None:
+                probes.append((group.request_id, len(input_ids) + group.probe[0], group.probe[1]))
             for seq_id in group.seq_ids:
                 tokens = group.token_ids[seq_id]
                 input_ids += tokens
@@ -123,18 +140,23 @@ class ModelRunner:
                 decode_tables.append(group.block_tables[seq_id])
                 decode_lens.append(len(tokens))
                 cross_tables.append(group.cross_block_table)
-                cross_lens.append(len(group.encoder_token_ids))
+                cross_lens.append(group.encoder_len)
                 sample_indices.append(len(input_ids) - 1)
                 rows.append((group, seq_id))
 
         dev = self.device
         ints = lambda xs: torch.tensor(xs, dtype=torch.long, device=dev)  # noqa: E731
         cu = lambda xs: torch.tensor(xs, dtype=torch.int32, device=dev)  # noqa: E731
-        has_enc = bool(enc_ids)
-        one_seq_per_group = len(cross_index) == len(enc_ids)  # then K/V rows are already in order
+        num_enc = enc_cu[-1]
+        has_enc = num_enc > 0
+        one_seq_per_group = len(cross_index) == num_enc  # then K/V rows are already in order
+        if features:
+            encoder_inputs = torch.stack(features).to(dev, self.dtype)
+        else:
+            encoder_inputs = ints(enc_ids) if has_enc else None
         meta = AttentionMetadata(
             backend=self.backend,
-            num_encoder_tokens=len(enc_ids),
+            num_encoder_tokens=num_enc,
             encoder_cu_seqlens=cu(enc_cu) if has_enc else None,
             encoder_max_seqlen=max((b - a for a, b in zip(enc_cu, enc_cu[1:])), default=0),
             num_prefill_tokens=num_prefill,
@@ -154,11 +176,12 @@ class ModelRunner:
         return StepInputs(
             input_ids=ints(input_ids),
             positions=ints(positions),
-            encoder_input_ids=ints(enc_ids) if has_enc else None,
-            encoder_positions=ints(enc_pos) if has_enc else None,
+            encoder_inputs=encoder_inputs,
+            encoder_positions=ints(enc_pos) if enc_pos else None,
             meta=meta,
             sample_indices=ints(sample_indices),
             rows=rows,
+            probes=probes,
         )
 
 

@@ -44,3 +44,8 @@ class RequestOutput:
     encoder_prompt_token_ids: list[int]
     outputs: list[CompletionOutput] = field(default_factory=list)
     finished: bool = False
+    # Whisper requests: the language (given or detected; its probability when detected) and
+    # the no-speech probability read at <|startoftranscript|>.
+    language: str | None = None
+    language_probability: float | None = None
+    no_speech_prob: float | None = None

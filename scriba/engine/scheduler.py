@@ -186,4 +186,7 @@ class Scheduler:
             num_samples=group.params.n if group.needs_fork else 1,
             prompt_lens={s.seq_id: s.prompt_len for s in seqs},
             processors=group.processors,
+            encoder_features=group.inputs.encoder_features,
+            encoder_len=group.encoder_len,
+            probe=group.probe,
         )

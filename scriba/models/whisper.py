@@ -1,0 +1,188 @@
+"""Whisper for conditional generation: log-mel features in, tokens out, on the paged KV cache.
+
+Names mirror Hugging Face's `modeling_whisper.py` (model.encoder.conv1/conv2/embed_positions,
+model.decoder.embed_tokens/embed_positions, pre-layer-norm layers, final layer_norm on each
+stack). The output projection is tied to the decoder's token embedding; k_proj has no bias.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from scriba.kernels.metadata import AttentionMetadata
+from scriba.models.layers import EncoderDecoderLayer
+
+
+@dataclass
+class WhisperTokens:
+    """The control tokens of a Whisper vocabulary, and the checkpoint's suppression lists."""
+
+    eot: int
+    sot: int
+    translate: int
+    transcribe: int
+    start_of_prev: int
+    no_speech: int
+    no_timestamps: int
+    lang_to_id: dict[str, int] = field(default_factory=dict)  # "en" -> id of <|en|>
+    is_multilingual: bool = True
+    suppress_tokens: list[int] = field(default_factory=list)
+    begin_suppress_tokens: list[int] = field(default_factory=list)
+    max_initial_timestamp_index: int | None = 50
+
+    @property
+    def timestamp_begin(self) -> int:
+        return self.no_timestamps + 1
+
+    @classmethod
+    def from_configs(cls, config, generation_config) -> "WhisperTokens":
+        """From generation_config.json as Hugging Face's Whisper checkpoints write it; where a
+        field is absent, from the standard layout after <|endoftext|> (config.eos_token_id)."""
+        gen = generation_config
+        get = lambda name, default=None: getattr(gen, name, None) if getattr(gen, name, None) is not None else default  # noqa: E731
+        eot = config.eos_token_id
+        multilingual = get("is_multilingual", config.vocab_size >= 51865)
+        no_ts = get("no_timestamps_token_id", config.vocab_size - 1501)
+        num_langs = no_ts - eot - 7  # eot sot <langs> translate transcribe startoflm startofprev nospeech notimestamps
+        lang_to_id = {k.strip("<|>"): v for k, v in (get("lang_to_id") or {}).items()}
+        if not lang_to_id and multilingual:
+            from transformers.models.whisper.tokenization_whisper import LANGUAGES
+
+            lang_to_id = {code: eot + 2 + i for i, code in enumerate(list(LANGUAGES)[:num_langs])}
+        tasks = get("task_to_id") or {"translate": no_ts - 5, "transcribe": no_ts - 4}
+        return cls(
+            eot=eot,
+            sot=get("decoder_start_token_id", config.decoder_start_token_id),
+            translate=tasks["translate"],
+            transcribe=tasks["transcribe"],
+            start_of_prev=get("prev_sot_token_id", no_ts - 2),
+            no_speech=no_ts - 1,
+            no_timestamps=no_ts,
+            lang_to_id=lang_to_id if multilingual else {},
+            is_multilingual=multilingual,
+            suppress_tokens=list(get("suppress_tokens", getattr(config, "suppress_tokens", None) or [])),
+            begin_suppress_tokens=list(get("begin_suppress_tokens", getattr(config, "begin_suppress_tokens", None) or [])),
+            max_initial_timestamp_index=get("max_initial_timestamp_index", 50),
+        )
+
+
+class WhisperEncoder(nn.Module):
+    """Two convolutions (the second strides by 2), sinusoidal positions, pre-norm layers."""
+
+    def __init__(self, config):
+        super().__init__()
+        dim = config.d_model
+        self.conv1 = nn.Conv1d(config.num_mel_bins, dim, kernel_size=3, padding=1)
+        self.conv2 = nn.Conv1d(dim, dim, kernel_size=3, stride=2, padding=1)
+        self.embed_positions = nn.Embedding(config.max_source_positions, dim)
+        self.layers = nn.ModuleList(EncoderDecoderLayer(config, False, True, k_bias=False) for _ in range(config.encoder_layers))
+        self.layer_norm = nn.LayerNorm(dim)
+
+    def forward(self, features: torch.Tensor, meta: AttentionMetadata) -> torch.Tensor:
+        """features [num_requests, mel_bins, 2 * positions] -> [num_requests * positions, d_model]."""
+        act = nn.functional.gelu
+        hidden = act(self.conv2(act(self.conv1(features)))).transpose(1, 2)
+        hidden = (hidden + self.embed_positions.weight).flatten(0, 1)
+        for layer in self.layers:
+            hidden = layer(hidden, meta)
+        return self.layer_norm(hidden)
+
+
+class WhisperDecoder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model)
+        self.embed_positions = nn.Embedding(config.max_target_positions, config.d_model)
+        self.layers = nn.ModuleList(EncoderDecoderLayer(config, True, True, k_bias=False) for _ in range(config.decoder_layers))
+        self.layer_norm = nn.LayerNorm(config.d_model)
+
+    def forward(self, input_ids, positions, meta: AttentionMetadata, encoder_hidden=None) -> torch.Tensor:
+        hidden = self.embed_tokens(input_ids) + self.embed_positions(positions)
+        for layer in self.layers:
+            hidden = layer(hidden, meta, encoder_hidden)
+        return self.layer_norm(hidden)
+
+
+class WhisperModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.encoder = WhisperEncoder(config)
+        self.decoder = WhisperDecoder(config)
+
+
+class WhisperForConditionalGeneration(nn.Module):
+    encodes_audio = True  # the encoder takes log-mel features, not token ids
+
+    def __init__(self, config, generation_config=None):
+        super().__init__()
+        self.config = config
+        self.generation_config = generation_config
+        self.model = WhisperModel(config)
+        self.tokens = WhisperTokens.from_configs(config, generation_config)
+
+    # -- limits and the decoder-prompt hooks ----------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return self.config.vocab_size
+
+    @property
+    def max_encoder_len(self) -> int:
+        """Encoder positions per 30 s window (1500): they size the cross-attention table."""
+        return self.config.max_source_positions
+
+    @property
+    def max_decoder_len(self) -> int:
+        return self.config.max_target_positions
+
+    @property
+    def num_mel_bins(self) -> int:
+        return self.config.num_mel_bins
+
+    @property
+    def num_frames(self) -> int:
+        """Feature frames per window: the second convolution halves them into positions."""
+        return 2 * self.config.max_source_positions
+
+    @property
+    def num_decoder_layers(self) -> int:
+        return len(self.model.decoder.layers)
+
+    def default_decoder_prompt(self) -> list[int]:
+        return [self.tokens.sot]
+
+    def prepare_decoder_prompt(self, token_ids: list[int]) -> list[int]:
+        """An explicit decoder prompt is used as given, with <|startoftranscript|> put in front
+        when it has none (so plain text works); no other control token is added."""
+        t = self.tokens
+        return list(token_ids) if t.sot in token_ids else [t.sot, *token_ids]
+
+    # -- weights ----------------------------------------------------------------------------
+    def checkpoint_name(self, name: str) -> str | None:
+        if name == "proj_out.weight":
+            return None  # tied to model.decoder.embed_tokens
+        return name if name.startswith("model.") else "model." + name
+
+    optional_weights = frozenset({"*qkv_proj.bias:k_proj", "*kv_proj.bias:k_proj"})
+
+    # -- forward ----------------------------------------------------------------------------
+    def decoder_attention_layers(self) -> list[list[nn.Module]]:
+        return [[layer.self_attn.attn, layer.encoder_attn.attn] for layer in self.model.decoder.layers]
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # [num_decoder_tokens]
+        positions: torch.Tensor,  # [num_decoder_tokens]
+        meta: AttentionMetadata,
+        encoder_inputs: torch.Tensor | None = None,  # [num_requests, mel_bins, num_frames]
+        encoder_positions: torch.Tensor | None = None,  # unused: every window has all positions
+    ) -> torch.Tensor:  # [num_decoder_tokens, d_model]
+        encoder_hidden = None
+        if meta.num_encoder_tokens:
+            encoder_hidden = self.model.encoder(encoder_inputs, meta)
+        return self.model.decoder(input_ids, positions, meta, encoder_hidden)
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [n, d_model] -> [n, vocab]
+        return torch.nn.functional.linear(hidden, self.model.decoder.embed_tokens.weight)

@@ -1,0 +1,90 @@
+"""Whisper on the engine vs transformers' generate() on the same tiny random weights."""
+
+import numpy as np
+import pytest
+import torch
+from tiny_whisper import EOT, synthetic_clip
+
+from scriba import Engine, SamplingParams
+from scriba.engine.audio import log_mel
+
+MAX_NEW = 40
+CASES = [  # (model, language, task, timestamps)
+    ("multilingual", "en", "transcribe", False),
+    ("multilingual", None, "transcribe", False),
+    ("multilingual", "de", "translate", True),
+    ("multilingual", None, "transcribe", True),
+    ("multilingual", None, "translate", False),
+    ("english", None, "transcribe", False),
+    ("english", None, "transcribe", True),
+    ("mel128", "fr", "transcribe", True),
+    ("mel128", None, "transcribe", False),
+]
+
+
+def clips():
+    return [synthetic_clip(seconds, seed) for seed, seconds in enumerate([0.5, 3.0, 7.5, 12.0, 20.0, 29.9])]
+
+
+def hf_generate(model, features, language, task, timestamps, multilingual):
+    kwargs = dict(language=language, task=task) if multilingual else {}
+    out = model.generate(
+        input_features=torch.tensor(features),
+        max_new_tokens=MAX_NEW,
+        return_timestamps=timestamps,
+        force_unique_generate_call=True,  # one pass over the window, no seeking
+        return_dict_in_generate=True,
+        **kwargs,
+    )
+    rows = []
+    for row in out.sequences.tolist():
+        start = 1 + (2 if multilingual else 0) + (0 if timestamps else 1)  # first generated token
+        gen = row[start:]
+        rows.append(row[:start] + (gen[: gen.index(EOT) + 1] if EOT in gen else gen))
+    return rows
+
+
+@pytest.mark.parametrize("name,language,task,timestamps", CASES)
+def test_greedy_tokens_match_transformers(tiny_whispers, name, language, task, timestamps):
+    path, hf = tiny_whispers[name]
+    multilingual = name != "english"
+    audio = clips()
+    expected = hf_generate(hf, log_mel(audio, hf.config.num_mel_bins), language, task, timestamps, multilingual)
+    engine = Engine(path, num_kv_blocks=2000)
+    prompts = [{"audio": (clip, 16000), "language": language, "task": task, "timestamps": timestamps} for clip in audio]
+    detected = 2 + (0 if timestamps else 1) if language is None and multilingual else 0  # <|lang|> <|task|> [<|notimestamps|>]
+    outputs = engine.generate(prompts, SamplingParams(max_tokens=MAX_NEW + detected))
+    for out, want in zip(outputs, expected):
+        assert out.prompt_token_ids + out.outputs[0].token_ids == want
+    assert len({tuple(w) for w in expected}) > 1, "the clips should not all decode alike"
+    if timestamps:  # the rules were exercised: pairs of timestamps appear
+        assert any(t > 1000 for w in expected for t in w[4:])
+
+
+def test_language_detection_reports_language_and_probability(tiny_whispers):
+    path, hf = tiny_whispers["multilingual"]
+    engine = Engine(path, num_kv_blocks=2000)
+    audio = clips()
+    feats = torch.tensor(log_mel(audio, 80))
+    lang_ids = hf.detect_language(input_features=feats).tolist()
+    outputs = engine.generate([{"audio": (c, 16000)} for c in audio], SamplingParams(max_tokens=4))
+    id_to_code = {v: k.strip("<|>") for k, v in hf.generation_config.lang_to_id.items()}
+    with torch.no_grad():
+        logits = hf(input_features=feats, decoder_input_ids=torch.full((len(audio), 1), hf.generation_config.decoder_start_token_id)).logits[:, -1]
+    lang_logits = logits[:, sorted(id_to_code)]
+    for i, out in enumerate(outputs):
+        assert out.language == id_to_code[lang_ids[i]]
+        assert out.language_probability == pytest.approx(lang_logits[i].softmax(-1).max().item(), abs=1e-4)
+        no_speech = logits[i].softmax(-1)[hf.generation_config.no_timestamps_token_id - 1].item()
+        assert out.no_speech_prob == pytest.approx(no_speech, abs=1e-5)
+
+
+def test_features_match_whisper_feature_extractor():
+    from transformers import WhisperFeatureExtractor
+
+    audio = clips()
+    for mels in (80, 128):
+        ref = WhisperFeatureExtractor(feature_size=mels)(audio, sampling_rate=16000, return_tensors="np").input_features
+        ours = log_mel(audio, mels)
+        assert ours.shape == (len(audio), mels, 3000)
+        np.testing.assert_allclose(ours, ref, atol=1e-5)
