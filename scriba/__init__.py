@@ -1,6 +1,6 @@
 """Scriba: a paged encoder/decoder inference engine for Whisper and BART.
 
-Public names: Engine, EngineConfig, SamplingParams, the prompt types and the outputs.
+Public names: transcribe, Engine, EngineConfig, SamplingParams, the prompt types and outputs.
 They are imported on first use, so `import scriba` is quick and torch loads only when needed.
 """
 
@@ -9,6 +9,10 @@ import importlib
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "transcribe": "scriba.app.transcribe",
+    "Transcription": "scriba.app.segments",
+    "Segment": "scriba.app.segments",
+    "AudioPrompt": "scriba.engine.inputs",
     "EngineConfig": "scriba.config",
     "Engine": "scriba.engine",
     "SamplingParams": "scriba.engine",

@@ -1,1 +1,1 @@
-"""What people use: the command line (and, later, transcribe/summarize and the web UI)."""
+"""What people use: transcribe(), the writers, the command line."""

@@ -46,7 +46,7 @@ def language_code(language: str, tokens) -> str:
         return code
     if code not in tokens.lang_to_id:
         known = ", ".join(sorted(tokens.lang_to_id))
-        hint = f" ({LANGUAGES[code]} is not among this model's languages)" if code in LANGUAGES else ""
+        hint = f" ({LANGUAGES[code].title()} is not among this model's languages)" if code in LANGUAGES else ""
         raise ValueError(f"unknown language {language!r}{hint}; use one of: {known}")
     return code
 

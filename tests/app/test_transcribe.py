@@ -1,0 +1,140 @@
+"""transcribe() with the bundled tiny.en on real speech, long-form, lists, and bad input."""
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import scriba
+from scriba.app.writers import format_transcript, write_transcript
+from scriba.engine.audio import AudioError, load_audio
+
+JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
+PHRASES = ("my fellow americans", "your country", "do for you")
+
+
+@pytest.fixture(scope="module")
+def jfk():
+    return load_audio(JFK)
+
+
+@pytest.mark.parametrize("mode", ["batched", "sequential"])
+def test_jfk_words_and_timestamps(mode):
+    result = scriba.transcribe(JFK, mode=mode)
+    text = result.text.lower()
+    assert all(p in text for p in PHRASES), text
+    assert result.language == "en" and result.duration == pytest.approx(11.0, abs=0.01)
+    assert result.segments and all(0.0 <= s.start <= s.end <= result.duration for s in result.segments)
+    assert all(s.avg_logprob < 0 and 0 <= s.no_speech_prob < 0.5 for s in result.segments)
+
+
+@pytest.mark.parametrize("mode", ["batched", "sequential"])
+def test_three_minutes_of_speech_in_order_and_complete(jfk, mode):
+    rng = np.random.default_rng(0)
+    parts = []
+    for _ in range(15):  # 15 copies with pauses of 0.3-1.5 s: 179 s in all
+        parts += [jfk, np.zeros(int(16000 * rng.uniform(0.3, 1.5)), np.float32)]
+    audio = np.concatenate(parts)
+    # Greedy and unconditioned: the same sentence 15 times would otherwise (rightly) trip the
+    # compression-ratio fallback, whose sampled output is not a stable thing to test.
+    result = scriba.transcribe((audio, 16000), mode=mode, temperature=0.0, condition_on_previous_text=False)
+    assert result.duration == pytest.approx(len(audio) / 16000)
+    starts = [s.start for s in result.segments]
+    assert starts == sorted(starts) and all(s.start <= s.end <= result.duration for s in result.segments)
+    assert result.segments[-1].end > result.duration - 15  # it reached the end
+    assert result.text.lower().count("fellow americans") == 15
+
+
+def test_a_list_is_decoded_together_and_matches_single_calls(jfk):
+    quiet = (jfk[: 16000 * 5] * 0.5, 16000)
+    both = scriba.transcribe([JFK, quiet], timestamps=False)
+    assert isinstance(both, list) and len(both) == 2
+    assert both[0].text == scriba.transcribe(JFK, timestamps=False).text
+    assert both[1].text == scriba.transcribe(quiet, timestamps=False).text
+    assert both[1].duration == pytest.approx(5.0)
+
+
+def test_writers_produce_valid_srt_vtt_json(tmp_path):
+    result = scriba.transcribe(JFK)
+    srt = format_transcript(result, "srt")
+    assert re.match(r"1\n\d\d:\d\d:\d\d,\d\d\d --> \d\d:\d\d:\d\d,\d\d\d\n\S", srt)
+    assert srt.count(" --> ") == len(result.segments)
+    vtt = format_transcript(result, "vtt")
+    assert vtt.startswith("WEBVTT\n\n") and re.search(r"\n?\d\d:\d\d:\d\d\.\d\d\d --> \d\d:\d\d:\d\d\.\d\d\d\n", vtt)
+    assert format_transcript(result, "txt").count("\n") == len(result.segments)
+    path = write_transcript(result, "json", str(tmp_path), "jfk")
+    import json
+
+    data = json.load(open(path))
+    assert path.endswith("jfk.json") and data["text"] == result.text and len(data["segments"]) == len(result.segments)
+    with pytest.raises(ValueError, match="unknown format 'doc'"):
+        format_transcript(result, "doc")
+
+
+def test_bad_audio_gives_clear_errors(tmp_path):
+    fake = tmp_path / "notes.wav"
+    fake.write_text("this is not audio at all\n" * 20)
+    with pytest.raises(AudioError, match="could not decode .*notes.wav"):
+        scriba.transcribe(str(fake))
+    empty = tmp_path / "empty.wav"
+    empty.write_bytes(b"")
+    with pytest.raises(AudioError, match="empty.wav"):
+        scriba.transcribe(str(empty))
+    with pytest.raises(FileNotFoundError, match="no such audio file"):
+        scriba.transcribe(str(tmp_path / "missing.flac"))
+    with pytest.raises(AudioError, match="NaN"):
+        scriba.transcribe((np.array([0.1, np.nan, 0.2], np.float32), 16000))
+    with pytest.raises(AudioError, match="no audio samples"):
+        scriba.transcribe((np.zeros(0, np.float32), 16000))
+
+
+def test_bad_options_give_clear_errors():
+    with pytest.raises(ValueError, match="English-only.*'de'"):
+        scriba.transcribe(JFK, language="de")
+    with pytest.raises(ValueError, match="task must be 'transcribe' or 'translate'"):
+        scriba.transcribe(JFK, task="summarize")
+    with pytest.raises(ValueError, match="English-only: it cannot translate"):
+        scriba.transcribe(JFK, task="translate")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        scriba.transcribe(JFK, mode="parallel")
+
+
+def test_silence_and_a_single_sample_give_empty_transcripts():
+    for audio in [(np.zeros(16000 * 5, np.float32), 16000), (np.array([0.3], np.float32), 16000)]:
+        result = scriba.transcribe(audio)
+        assert result.text == "" and result.segments == []
+
+
+def test_multilingual_model_detects_and_validates_language(tiny_whispers):
+    from tiny_whisper import LANGS, synthetic_clip
+
+    path, _ = tiny_whispers["multilingual"]
+    clip = (np.concatenate([synthetic_clip(20.0, 3), synthetic_clip(25.0, 4)]), 16000)
+    for mode in ("batched", "sequential"):
+        result = scriba.transcribe(clip, model=path, mode=mode, temperature=0.0, num_kv_blocks=2000)
+        assert result.language in LANGS and 0 < result.language_probability <= 1
+        assert result.duration == pytest.approx(45.0)
+    translated = scriba.transcribe(clip, model=path, language="German", task="translate", num_kv_blocks=2000)
+    assert translated.language == "de"
+    with pytest.raises(ValueError, match="unknown language 'xx'"):
+        scriba.transcribe(clip, model=path, language="xx", num_kv_blocks=2000)
+    with pytest.raises(ValueError, match="Japanese is not among this model's languages"):
+        scriba.transcribe(clip, model=path, language="ja", num_kv_blocks=2000)
+
+
+def test_bad_audio_request_leaves_other_requests_running(jfk):
+    from scriba import SamplingParams
+    from scriba.app.engines import get_engine
+
+    engine = get_engine(None)
+    engine.add_request("good", {"audio": (jfk, 16000)}, SamplingParams(max_tokens=60))
+    engine.step()
+    for bad in [{"audio": b"not audio"}, {"audio": (np.full(100, np.inf, np.float32), 16000)}, {"audio": (jfk, 16000), "task": "dance"}, {"prompt": "text"}]:
+        with pytest.raises(ValueError):
+            engine.add_request("bad", bad)
+    outputs = []
+    while engine.has_unfinished_requests():
+        outputs += [o for o in engine.step() if o.finished]
+    assert [o.request_id for o in outputs] == ["good"]
+    assert "my fellow americans" in outputs[0].outputs[0].text.lower()
