@@ -1,0 +1,85 @@
+"""Audio in: every container we promise, channels, sample rates, and the input forms."""
+
+import io
+
+import numpy as np
+import pytest
+
+from scriba.engine.audio import AudioError, load_audio
+
+
+def tone(seconds=1.0, rate=44100, freq=440.0, channels=2):
+    t = np.arange(int(seconds * rate)) / rate
+    mono = 0.5 * np.sin(2 * np.pi * freq * t)
+    return np.stack([mono] * channels, axis=1).astype(np.float32), rate
+
+
+def dominant_hz(samples, rate=16000):
+    spectrum = np.abs(np.fft.rfft(samples))
+    return np.argmax(spectrum) * rate / len(samples)
+
+
+def encode_with_av(samples, rate, container, codec):
+    import av
+
+    buf = io.BytesIO()
+    with av.open(buf, "w", format=container) as out:
+        stream = out.add_stream(codec, rate=48000 if codec == "libopus" else rate, layout="stereo")
+        frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(samples.T), format="fltp", layout="stereo")
+        frame.sample_rate = rate
+        for packet in stream.encode(frame):
+            out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["WAV", "FLAC", "OGG", "MP3"])
+def test_soundfile_formats_become_16k_mono(tmp_path, fmt):
+    import soundfile as sf
+
+    samples, rate = tone()
+    path = tmp_path / f"tone.{fmt.lower()}"
+    sf.write(path, samples, rate, format=fmt)
+    audio = load_audio(str(path))
+    assert audio.dtype == np.float32 and audio.ndim == 1
+    assert abs(len(audio) - 16000) < 1200  # mp3 adds encoder padding
+    assert dominant_hz(audio) == pytest.approx(440, abs=2)
+
+
+@pytest.mark.parametrize("container,codec", [("mp4", "aac"), ("webm", "libopus"), ("ipod", "aac")])
+def test_containers_soundfile_cannot_read_go_through_pyav(tmp_path, container, codec):
+    samples, rate = tone(rate=48000)
+    data = encode_with_av(samples, rate, container, codec)
+    for source in (data, io.BytesIO(data)):
+        audio = load_audio(source)
+        assert abs(len(audio) - 16000) < 1600
+        assert dominant_hz(audio) == pytest.approx(440, abs=2)
+
+
+def test_real_recording_is_resampled_and_mixed():
+    audio = load_audio("assets/jfk.flac")  # 44.1 kHz stereo
+    assert len(audio) == 176000 and np.abs(audio).max() > 0.1
+
+
+def test_array_forms():
+    samples, rate = tone(rate=8000)
+    assert len(load_audio((samples, rate))) == 16000  # (samples, channels), resampled
+    assert len(load_audio((samples.T, rate))) == 16000  # (channels, samples)
+    pcm = (samples[:, 0] * 32767).astype(np.int16)
+    audio = load_audio((pcm, rate))
+    assert np.abs(audio).max() == pytest.approx(0.5, abs=0.01)  # int16 scaled to [-1, 1)
+    assert len(load_audio(np.zeros(1600, np.float32))) == 1600  # a bare array is 16 kHz already
+
+
+def test_bad_inputs():
+    with pytest.raises(AudioError, match="could not decode"):
+        load_audio(b"\x00\x01garbage" * 100)
+    with pytest.raises(AudioError, match="sample rate must be positive"):
+        load_audio((np.zeros(10, np.float32), 0))
+    with pytest.raises(AudioError, match="1-D .* or 2-D"):
+        load_audio((np.zeros((2, 2, 2), np.float32), 16000))
+    with pytest.raises(AudioError, match="must be numbers"):
+        load_audio((np.array(["a", "b"]), 16000))
+    with pytest.raises(AudioError, match="cannot read audio from a dict"):
+        load_audio({"path": "x.wav"})
