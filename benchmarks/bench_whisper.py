@@ -65,9 +65,11 @@ def run_transformers(model, clips) -> list[list[int]]:
     features = torch.tensor(log_mel(clips, 80))  # the same extractor transformers' processor uses
     with torch.inference_mode():
         out = model.generate(input_features=features, max_new_tokens=MAX_NEW, return_timestamps=False)
-    eot = model.generation_config.eos_token_id
-    # Rows come back without <|endoftext|> (the longest) or padded with it (the others).
-    return [[t for t in row[2:] if t != eot] for row in out.tolist()]
+    gen = model.generation_config
+    # Rows may start with the control tokens, and end without <|endoftext|> (the longest)
+    # or padded with it (the others): compare the text tokens.
+    control = {gen.eos_token_id, gen.decoder_start_token_id, gen.no_timestamps_token_id}
+    return [[t for t in row if t not in control] for row in out.tolist()]
 
 
 def hf_pipeline(model, folder: str):
