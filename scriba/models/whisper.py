@@ -45,7 +45,7 @@ class WhisperTokens:
         get = lambda name, default=None: getattr(gen, name, None) if getattr(gen, name, None) is not None else default  # noqa: E731
         eot = config.eos_token_id
         multilingual = get("is_multilingual", config.vocab_size >= 51865)
-        no_ts = get("no_timestamps_token_id", config.vocab_size - 1501)
+        no_ts = get("no_timestamps_token_id", config.vocab_size - 1502)  # 1501 timestamps follow it
         num_langs = no_ts - eot - 7  # eot sot <langs> translate transcribe startoflm startofprev nospeech notimestamps
         lang_to_id = {k.strip("<|>"): v for k, v in (get("lang_to_id") or {}).items()}
         if not lang_to_id and multilingual:

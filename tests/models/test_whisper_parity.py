@@ -88,3 +88,25 @@ def test_features_match_whisper_feature_extractor():
         ours = log_mel(audio, mels)
         assert ours.shape == (len(audio), mels, 3000)
         np.testing.assert_allclose(ours, ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("timestamps", [False, True])
+def test_previous_text_prompt_matches_transformers_prompt_ids(tiny_whispers, timestamps):
+    from tiny_whisper import START_OF_PREV
+
+    path, hf = tiny_whispers["multilingual"]
+    engine = Engine(path, num_kv_blocks=2000)
+    audio = clips()[:3]
+    prev = engine.tokenizer(" hello there", add_special_tokens=False)["input_ids"]
+    out = hf.generate(
+        input_features=torch.tensor(log_mel(audio, 80)), max_new_tokens=MAX_NEW, language="en", task="transcribe",
+        return_timestamps=timestamps, prompt_ids=torch.tensor([START_OF_PREV, *prev]),
+        force_unique_generate_call=True, return_dict_in_generate=True,
+    )
+    ours = engine.generate([{"audio": (c, 16000), "language": "en", "timestamps": timestamps, "prompt": "hello there"} for c in audio], SamplingParams(max_tokens=MAX_NEW))
+    begin = len(prev) + 4 + (not timestamps)
+    for row, mine in zip(out.sequences.tolist(), ours):
+        gen = row[begin:]
+        want = row[:begin] + (gen[: gen.index(EOT) + 1] if EOT in gen else gen)
+        assert mine.prompt_token_ids[:2] == [START_OF_PREV, prev[0]]
+        assert mine.prompt_token_ids + mine.outputs[0].token_ids == want
