@@ -110,3 +110,19 @@ def test_previous_text_prompt_matches_transformers_prompt_ids(tiny_whispers, tim
         want = row[:begin] + (gen[: gen.index(EOT) + 1] if EOT in gen else gen)
         assert mine.prompt_token_ids[:2] == [START_OF_PREV, prev[0]]
         assert mine.prompt_token_ids + mine.outputs[0].token_ids == want
+
+
+@pytest.mark.parametrize("mode", ["recompute", "swap"])
+def test_preemption_keeps_whisper_tokens(tiny_whispers, mode):
+    path, _ = tiny_whispers["multilingual"]
+    prompts = [{"audio": (c, 16000), "timestamps": True} for c in clips()]
+    params = SamplingParams(max_tokens=100, ignore_eos=True)
+    roomy = Engine(path, num_kv_blocks=2000).generate(prompts, params)
+    # 94 cross blocks per request and up to 7 self blocks: two fit at first, not at the end.
+    tight = Engine(path, num_kv_blocks=196, num_cpu_blocks=1000, preemption_mode=mode)
+    outputs = tight.generate(prompts, params)
+    sched = tight.scheduler
+    assert (sched.num_swapped_out if mode == "swap" else sched.num_recomputed) > 0
+    for a, b in zip(roomy, outputs):
+        assert a.outputs[0].token_ids == b.outputs[0].token_ids
+        assert a.language == b.language and a.no_speech_prob == pytest.approx(b.no_speech_prob, abs=1e-6)
