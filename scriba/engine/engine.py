@@ -11,6 +11,7 @@ from collections.abc import Sequence as Seq
 import torch
 
 from scriba.config import EngineConfig
+from scriba.engine.beam_search import BeamSearch
 from scriba.engine.block_manager import BlockManager, blocks_for
 from scriba.engine.inputs import InputLimits, InputProcessor, PromptType
 from scriba.engine.logits_processors import build_processors
@@ -84,6 +85,11 @@ class Engine:
             generator = torch.Generator(device=self.config.device).manual_seed(params.seed)
         group = SequenceGroup(request_id, inputs, params, generator, arrival=time.monotonic())
         group.processors = build_processors(params, [] if params.ignore_eos else self.eos_token_ids, len(inputs.decoder_token_ids))
+        if params.use_beam_search:
+            prompt_len = len(inputs.decoder_token_ids)
+            stops = [] if params.ignore_eos else self.eos_token_ids + params.stop_token_ids
+            max_len = min(prompt_len + params.max_tokens, self.model.max_decoder_len)
+            group.beam = BeamSearch(params, prompt_len, max_len, stops)
         if getattr(self.model, "encodes_audio", False):
             tokens = self.model.tokens
             if inputs.audio_plan is not None:
@@ -94,11 +100,12 @@ class Engine:
         self.scheduler.add(group)
 
     def _check_fits(self, encoder_len: int, decoder_ids: list[int], params: SamplingParams) -> None:
-        if params.n > self.config.max_num_seqs:
-            raise ValueError(f"n={params.n} is more than max_num_seqs={self.config.max_num_seqs} sequences per step")
+        if params.num_seqs > self.config.max_num_seqs:
+            what = f"beam_width={params.beam_width}" if params.use_beam_search else f"n={params.n}"
+            raise ValueError(f"{what} is more than max_num_seqs={self.config.max_num_seqs} sequences per step")
         bm = self.block_manager
         longest = min(len(decoder_ids) + params.max_tokens, self.model.max_decoder_len)
-        need = bm.num_blocks_needed(encoder_len, [longest] * params.n)
+        need = bm.num_blocks_needed(encoder_len, [longest] * params.num_seqs)
         room = bm.num_total() - bm.watermark_blocks
         if need > room:
             raise ValueError(
@@ -136,6 +143,8 @@ class Engine:
         return outputs
 
     def _apply_samples(self, group: SequenceGroup, results) -> None:
+        if group.beam is not None:
+            return self._apply_beams(group, results)
         for seq in group.seqs_with(SequenceStatus.RUNNING):
             samples = results[seq.seq_id]
             for extra in samples[1:]:  # first step of an n > 1 request: fork the samples
@@ -147,6 +156,33 @@ class Engine:
             first = samples[0]
             seq.append(first.token_id, first.logprob, first.top_logprobs)
             self._check_stop(group, seq)
+
+    def _apply_beams(self, group: SequenceGroup, results) -> None:
+        """One beam-search step: the chosen continuations become the running beams; a beam
+        chosen twice is forked (its blocks shared, copied on write); unchosen beams are freed."""
+        beams = group.seqs_with(SequenceStatus.RUNNING)
+        picked = group.beam.step([s.token_ids for s in beams], torch.stack([results[s.seq_id] for s in beams]))
+        claimed: set[int] = set()
+        children = []
+        for sel in picked:
+            parent = beams[sel.parent]
+            if sel.parent in claimed:
+                child = parent.fork()
+                self.block_manager.fork(parent.seq_id, child.seq_id)
+            else:
+                claimed.add(sel.parent)
+                child = parent
+            children.append(child)
+        for child, sel in zip(children, picked):
+            child.append(sel.token_id, sel.logprob, None)
+        for i, seq in enumerate(beams):
+            if i not in claimed:
+                self.block_manager.free(seq.seq_id)
+        group.seqs = children
+        if group.beam.done:
+            for seq in children:
+                seq.status = SequenceStatus.FINISHED_STOPPED
+                self.block_manager.free(seq.seq_id)
 
     def _check_stop(self, group: SequenceGroup, seq) -> None:
         params, token = group.params, seq.token_ids[-1]
@@ -162,6 +198,28 @@ class Engine:
 
     def _output(self, group: SequenceGroup) -> RequestOutput:
         inputs, params = group.inputs, group.params
+        if group.beam is not None and group.is_finished:
+            completions = self._beam_completions(group)
+        else:
+            completions = self._completions(group)
+        language, language_prob = None, None
+        if getattr(self.model, "encodes_audio", False):
+            language, language_prob = spoken_language(self.model.tokens, inputs, group.seqs[0])
+        return RequestOutput(
+            language=language,
+            language_probability=language_prob,
+            no_speech_prob=group.probe_value,
+            request_id=group.request_id,
+            prompt=inputs.decoder_prompt if inputs.decoder_prompt is not None else self._decode(inputs.decoder_token_ids, False),
+            prompt_token_ids=list(inputs.decoder_token_ids),
+            encoder_prompt=inputs.encoder_prompt,
+            encoder_prompt_token_ids=list(inputs.encoder_token_ids),
+            outputs=completions,
+            finished=group.is_finished,
+        )
+
+    def _completions(self, group: SequenceGroup) -> list[CompletionOutput]:
+        params = group.params
         completions = []
         for i, seq in enumerate(group.seqs):
             ids = seq.output_token_ids
@@ -181,21 +239,26 @@ class Engine:
                     stop_reason=seq.stop_reason,
                 )
             )
-        language, language_prob = None, None
-        if getattr(self.model, "encodes_audio", False):
-            language, language_prob = spoken_language(self.model.tokens, inputs, group.seqs[0])
-        return RequestOutput(
-            language=language,
-            language_probability=language_prob,
-            no_speech_prob=group.probe_value,
-            request_id=group.request_id,
-            prompt=inputs.decoder_prompt if inputs.decoder_prompt is not None else self._decode(inputs.decoder_token_ids, False),
-            prompt_token_ids=list(inputs.decoder_token_ids),
-            encoder_prompt=inputs.encoder_prompt,
-            encoder_prompt_token_ids=list(inputs.encoder_token_ids),
-            outputs=completions,
-            finished=group.is_finished,
-        )
+        return completions
+
+    def _beam_completions(self, group: SequenceGroup) -> list[CompletionOutput]:
+        """The best finished hypotheses, best first; `score` is transformers' sequences_scores."""
+        params, prompt_len = group.params, len(group.inputs.decoder_token_ids)
+        completions = []
+        for i, hyp in enumerate(group.beam.results(params.num_return_sequences)):
+            ids = hyp.token_ids[prompt_len:]
+            completions.append(
+                CompletionOutput(
+                    index=i,
+                    text=self._decode(ids, params.skip_special_tokens),
+                    token_ids=ids,
+                    cumulative_logprob=hyp.score * len(ids) ** params.length_penalty,
+                    logprobs=None,
+                    finish_reason="stop" if hyp.is_eos else "length",
+                    score=hyp.score,
+                )
+            )
+        return completions
 
     def _decode(self, ids: list[int], skip_special_tokens: bool) -> str:
         if self.tokenizer is None:

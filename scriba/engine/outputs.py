@@ -23,6 +23,7 @@ class CompletionOutput:
     logprobs: list[dict[int, Logprob]] | None
     finish_reason: str | None = None  # "stop" | "length" | "abort" | None while running
     stop_reason: int | None = None  # the stop token id, when one ended it
+    score: float | None = None  # beam search: sum of log-probs / length ** length_penalty
 
     @property
     def finished(self) -> bool:

@@ -35,15 +35,22 @@ class Sample:
     top_logprobs: dict[int, Logprob] | None
 
 
-def sample(logits: torch.Tensor, rows: list[SampleRow]) -> list[list[Sample]]:
-    """logits: [num_rows, vocab] float32. Returns, per row, `num_samples` samples."""
+def sample(logits: torch.Tensor, rows: list[SampleRow]) -> list[list[Sample] | torch.Tensor]:
+    """logits: [num_rows, vocab] float32. Returns, per row, `num_samples` samples; for a beam
+    search row, its processed log-probs [vocab] (the processors run on log-probs there, as in
+    transformers' beam search), from which the engine picks the beams."""
     for i, row in enumerate(rows):
+        if row.params.use_beam_search:
+            logits[i] = torch.log_softmax(logits[i], dim=-1)
         for processor in row.processors:
             logits[i] = processor(row.token_ids, row.num_generated, logits[i])
     logprobs = torch.log_softmax(logits, dim=-1)
     greedy = logits.argmax(dim=-1).tolist()
     results = []
     for i, row in enumerate(rows):
+        if row.params.use_beam_search:
+            results.append(logits[i].clone())
+            continue
         if row.params.is_greedy:
             tokens = [greedy[i]] * row.num_samples
         else:

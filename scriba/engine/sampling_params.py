@@ -31,6 +31,11 @@ class SamplingParams:
     forced_bos_token_id: int | None = None
     forced_eos_token_id: int | None = None
     skip_special_tokens: bool = True
+    # Beam search (beam_width > 1): transformers' algorithm and scores.
+    beam_width: int = 1
+    length_penalty: float = 1.0  # finished score = sum of log-probs / generated length ** length_penalty
+    early_stopping: bool | str = False  # True, False (heuristic) or "never"
+    num_return_sequences: int = 1  # best hypotheses returned, best first
 
     def __post_init__(self) -> None:
         _require(isinstance(self.n, int) and self.n >= 1, f"n must be an integer >= 1, got {self.n!r}")
@@ -49,12 +54,30 @@ class SamplingParams:
         _require(self.logprobs is None or self.logprobs >= 0, f"logprobs must be >= 0, got {self.logprobs}")
         _require(self.repetition_penalty > 0, f"repetition_penalty must be > 0, got {self.repetition_penalty}")
         _require(self.no_repeat_ngram_size >= 0, f"no_repeat_ngram_size must be >= 0, got {self.no_repeat_ngram_size}")
+        _require(isinstance(self.beam_width, int) and self.beam_width >= 1, f"beam_width must be an integer >= 1, got {self.beam_width!r}")
+        _require(self.early_stopping in (True, False, "never"), f"early_stopping must be True, False or 'never', got {self.early_stopping!r}")
+        _require(
+            isinstance(self.num_return_sequences, int) and 1 <= self.num_return_sequences <= self.beam_width,
+            f"num_return_sequences must be in [1, beam_width={self.beam_width}], got {self.num_return_sequences!r}",
+        )
+        if self.use_beam_search:
+            _require(self.is_greedy and self.n == 1, "beam search is deterministic: use temperature=0 and n=1 with beam_width > 1")
+            _require(self.logprobs is None, "logprobs are not returned with beam search")
         self.stop_token_ids = list(self.stop_token_ids or [])
         self.suppress_tokens = list(self.suppress_tokens or [])
 
     @property
     def is_greedy(self) -> bool:
         return self.temperature == 0.0
+
+    @property
+    def use_beam_search(self) -> bool:
+        return self.beam_width > 1
+
+    @property
+    def num_seqs(self) -> int:
+        """Decoder sequences the request runs at once (samples or beams)."""
+        return max(self.n, self.beam_width)
 
     def token_ids_to_check(self) -> list[int]:
         """Every token id these settings name, for range checks against the vocabulary."""

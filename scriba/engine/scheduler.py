@@ -135,7 +135,8 @@ class Scheduler:
                 out.aborted.append(group)
                 continue
             alone = not (out.decodes or out.prefills)
-            num_new = group.params.n if group.needs_fork else len(seqs)  # it forks right after prefill
+            # Samples fork right after prefill, and beams grow to beam_width.
+            num_new = group.params.num_seqs if group.needs_fork or group.params.use_beam_search else len(seqs)
             if status is AllocStatus.LATER or (num_seqs + num_new > self.config.max_num_seqs and not alone):
                 break
             if cost > budget and not alone:  # a step may exceed the budget only for a lone group

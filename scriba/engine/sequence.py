@@ -77,6 +77,7 @@ class SequenceGroup:
         self.arrival = arrival
         self.seqs = [Sequence(inputs.decoder_token_ids)]
         self.processors: list = []  # logits processors, built by the engine
+        self.beam = None  # BeamSearch state, for beam_width > 1
         self.probe: tuple[int, int] | None = None  # (decoder index, token) to measure at prefill
         self.probe_value: float | None = None
 

@@ -1,0 +1,115 @@
+"""Beam search vs transformers' generate(num_beams=k) on the same tiny random BART."""
+
+import pytest
+import torch
+from oracle import random_prompts
+from tiny_models import EOS, PAD
+
+from scriba import Engine, SamplingParams
+
+
+@pytest.fixture(scope="module")
+def tiny_bart_eos(tmp_path_factory):
+    """A tiny BART whose EOS is likely enough that beams finish at many lengths, so that the
+    finished-hypothesis ranking and the early-stopping rules are exercised."""
+    from tiny_models import make_tiny_model
+
+    path = str(tmp_path_factory.mktemp("tiny-bart-eos"))
+    model = make_tiny_model(path, "bart", seed=5)
+    with torch.no_grad():
+        model.final_logits_bias[0, EOS] = 2.0
+    model.save_pretrained(path)
+    return path, model
+
+SETTINGS = [  # beam width, length penalty, early stopping, no-repeat n-gram, return sequences, min / max new tokens
+    dict(beam_width=4, length_penalty=2.0, early_stopping=True, no_repeat_ngram_size=3, num_return_sequences=1, min_tokens=5, max_tokens=30),
+    dict(beam_width=2, length_penalty=0.5, early_stopping=False, no_repeat_ngram_size=0, num_return_sequences=2, min_tokens=0, max_tokens=24),
+    dict(beam_width=5, length_penalty=1.0, early_stopping="never", no_repeat_ngram_size=3, num_return_sequences=3, min_tokens=0, max_tokens=20),
+    dict(beam_width=4, length_penalty=1.0, early_stopping=False, no_repeat_ngram_size=0, num_return_sequences=4, min_tokens=2, max_tokens=40),
+]
+
+
+def hf_beam(model, prompts, s):
+    width = max(map(len, prompts))
+    ids = torch.full((len(prompts), width), PAD)
+    mask = torch.zeros_like(ids)
+    for i, p in enumerate(prompts):
+        ids[i, : len(p)] = torch.tensor(p)
+        mask[i, : len(p)] = 1
+    out = model.generate(
+        input_ids=ids, attention_mask=mask, decoder_input_ids=torch.tensor([[EOS, 0]] * len(prompts)),
+        num_beams=s["beam_width"], length_penalty=s["length_penalty"], early_stopping=s["early_stopping"],
+        no_repeat_ngram_size=s["no_repeat_ngram_size"], num_return_sequences=s["num_return_sequences"],
+        min_new_tokens=s["min_tokens"], max_new_tokens=s["max_tokens"], do_sample=False, min_length=0,
+        return_dict_in_generate=True, output_scores=True,
+    )
+    k = s["num_return_sequences"]
+    rows = []
+    for i in range(len(prompts)):
+        hyps = []
+        for j in range(k):
+            seq = out.sequences[i * k + j, 2:].tolist()
+            seq = seq[: seq.index(EOS) + 1] if EOS in seq else seq
+            hyps.append((seq, out.sequences_scores[i * k + j].item()))
+        rows.append(hyps)
+    return rows
+
+
+def assert_beam_parity(outputs, expected, setting):
+    for out, hyps in zip(outputs, expected):
+        assert len(out.outputs) == setting["num_return_sequences"]
+        for completion, (tokens, score) in zip(out.outputs, hyps):
+            assert completion.token_ids == tokens, out.request_id
+            assert completion.score == pytest.approx(score, abs=1e-4)
+            assert completion.finish_reason == ("stop" if tokens[-1] == EOS else "length")
+
+
+@pytest.mark.parametrize("model", ["tiny_bart", "tiny_bart_eos"])
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: f"k{s['beam_width']}-lp{s['length_penalty']}-es{s['early_stopping']}")
+def test_beam_search_matches_transformers(request, model, setting):
+    path, hf = request.getfixturevalue(model)
+    prompts = random_prompts(7, seed=setting["beam_width"], max_len=120)
+    expected = hf_beam(hf, prompts, setting)
+    engine = Engine(path, num_kv_blocks=2000)
+    outputs = engine.generate([{"prompt_token_ids": p} for p in prompts], SamplingParams(**setting))
+    assert_beam_parity(outputs, expected, setting)
+    if model == "tiny_bart_eos":  # hypotheses end on EOS, at more than one length where several return
+        stops = {len(c.token_ids) for o in outputs for c in o.outputs if c.finish_reason == "stop"}
+        assert len(stops) >= (2 if setting["num_return_sequences"] > 1 else 1)
+
+
+@pytest.mark.parametrize("mode", ["recompute", "swap"])
+def test_preempted_beams_keep_parity_and_batch_with_plain_requests(tiny_bart_eos, mode):
+    path, hf = tiny_bart_eos
+    setting = SETTINGS[3]
+    prompts = random_prompts(6, seed=11, max_len=120)
+    expected = hf_beam(hf, prompts, setting)
+    engine = Engine(path, num_kv_blocks=60, num_cpu_blocks=600, preemption_mode=mode)
+    greedy = SamplingParams(max_tokens=30)
+    mixed = [x for p in prompts for x in ({"prompt_token_ids": p}, {"prompt_token_ids": p[:20]})]
+    params = [x for _ in prompts for x in (SamplingParams(**setting), greedy)]
+    outputs = engine.generate(mixed, params)
+    sched = engine.scheduler
+    assert (sched.num_swapped_out if mode == "swap" else sched.num_recomputed) > 0
+    assert_beam_parity(outputs[0::2], expected, setting)
+    alone = Engine(path, num_kv_blocks=2000).generate([m for m in mixed[1::2]], greedy)
+    assert [o.outputs[0].token_ids for o in outputs[1::2]] == [o.outputs[0].token_ids for o in alone]
+
+
+def test_beams_share_the_cross_blocks_and_copy_only_on_write(tiny_bart):
+    path, _ = tiny_bart
+    engine = Engine(path, num_kv_blocks=400)
+    bm = engine.block_manager
+    engine.add_request("beams", {"prompt_token_ids": list(range(5, 105))}, SamplingParams(beam_width=4, max_tokens=30))
+    engine.step()  # prefill: one sequence, then four beams forked from it
+    group = engine.groups["beams"]
+    assert len(group.seqs) == 4
+    cross = bm.cross_block_table("beams")
+    assert len(cross) == 7  # 100 encoder positions, once for the request
+    tables = [bm.block_table(s.seq_id) for s in group.seqs]
+    assert len({t[0] for t in tables}) == 1  # the prompt's block is shared, not copied
+    sched = engine.scheduler.schedule()  # each beam now writes its next token into the shared block
+    copies = sched.blocks_to_copy
+    assert len(copies) == 3  # the first writer keeps the block; three copy it before writing
+    assert len({bm.block_table(s.seq_id)[0] for s in group.seqs}) == 4
+    assert bm.cross_block_table("beams") == cross
