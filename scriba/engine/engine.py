@@ -13,6 +13,7 @@ import torch
 from scriba.config import EngineConfig
 from scriba.engine.beam_search import BeamSearch
 from scriba.engine.block_manager import BlockManager, blocks_for
+from scriba.engine.generation_defaults import generation_defaults
 from scriba.engine.inputs import InputLimits, InputProcessor, PromptType
 from scriba.engine.logits_processors import build_processors
 from scriba.engine.model_runner import ModelRunner
@@ -89,7 +90,7 @@ class Engine:
             prompt_len = len(inputs.decoder_token_ids)
             stops = [] if params.ignore_eos else self.eos_token_ids + params.stop_token_ids
             max_len = min(prompt_len + params.max_tokens, self.model.max_decoder_len)
-            group.beam = BeamSearch(params, prompt_len, max_len, stops)
+            group.beam = BeamSearch(params, prompt_len - inputs.num_forced_prompt_tokens, max_len, stops)
         if getattr(self.model, "encodes_audio", False):
             tokens = self.model.tokens
             if inputs.audio_plan is not None:
@@ -265,6 +266,11 @@ class Engine:
             return ""
         known = len(self.tokenizer)  # Whisper's timestamp tokens are outside its tokenizer
         return self.tokenizer.decode([t for t in ids if t < known], skip_special_tokens=skip_special_tokens)
+
+    def generation_defaults(self, task: str | None = None, **overrides) -> SamplingParams:
+        """SamplingParams from the checkpoint's generation config (and `task`'s settings in
+        config.json), then `overrides`: e.g. beam search with length penalty for bart-large-cnn."""
+        return generation_defaults(self.model, task, **overrides)
 
     # -- offline API --------------------------------------------------------------------------
     def generate(

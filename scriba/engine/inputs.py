@@ -67,6 +67,9 @@ class EncoderDecoderInputs:
     num_encoder_positions: int | None = None  # what the features encode to (Whisper: 1500)
     audio_plan: AudioPlan | None = None  # Whisper's prompt layout, when built from options
     audio_seconds: float | None = None
+    # Prompt tokens that transformers would generate (forced) rather than take as prompt:
+    # beam scores count them in the generated length, as transformers does.
+    num_forced_prompt_tokens: int = 0
 
     @property
     def encoder_len(self) -> int:
@@ -120,7 +123,10 @@ class InputProcessor:
             decoder_ids = self.hooks.prepare_decoder_prompt(decoder_ids)
         self._check(encoder_ids, "encoder", self.limits.max_encoder_len)
         self._check(decoder_ids, "decoder", self.limits.max_decoder_len)
-        return EncoderDecoderInputs(encoder_ids, decoder_ids, encoder_text, decoder_text)
+        inputs = EncoderDecoderInputs(encoder_ids, decoder_ids, encoder_text, decoder_text)
+        if decoder is None:  # after <DEC>, the default prompt holds tokens transformers forces
+            inputs.num_forced_prompt_tokens = len(decoder_ids) - 1
+        return inputs
 
     def _process_audio(self, prompt: dict) -> EncoderDecoderInputs:
         from scriba.engine.whisper_decoding import plan_decoder_prompt

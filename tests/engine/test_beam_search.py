@@ -36,11 +36,13 @@ def hf_beam(model, prompts, s):
     for i, p in enumerate(prompts):
         ids[i, : len(p)] = torch.tensor(p)
         mask[i, : len(p)] = 1
+    # transformers starts from <DEC> and forces <BOS>, which it counts as generated; Scriba's
+    # default prompt is <DEC><BOS> and counts from there: hence the + 1.
     out = model.generate(
-        input_ids=ids, attention_mask=mask, decoder_input_ids=torch.tensor([[EOS, 0]] * len(prompts)),
+        input_ids=ids, attention_mask=mask, forced_bos_token_id=0,
         num_beams=s["beam_width"], length_penalty=s["length_penalty"], early_stopping=s["early_stopping"],
         no_repeat_ngram_size=s["no_repeat_ngram_size"], num_return_sequences=s["num_return_sequences"],
-        min_new_tokens=s["min_tokens"], max_new_tokens=s["max_tokens"], do_sample=False, min_length=0,
+        min_new_tokens=s["min_tokens"] + 1, max_new_tokens=s["max_tokens"] + 1, do_sample=False, min_length=0,
         return_dict_in_generate=True, output_scores=True,
     )
     k = s["num_return_sequences"]
@@ -113,3 +115,54 @@ def test_beams_share_the_cross_blocks_and_copy_only_on_write(tiny_bart):
     assert len(copies) == 3  # the first writer keeps the block; three copy it before writing
     assert len({bm.block_table(s.seq_id)[0] for s in group.seqs}) == 4
     assert bm.cross_block_table("beams") == cross
+
+
+CNN = dict(num_beams=4, length_penalty=2.0, max_length=142, min_length=56, no_repeat_ngram_size=3, early_stopping=True, forced_bos_token_id=0, forced_eos_token_id=2)
+
+
+@pytest.fixture(scope="module")
+def tiny_cnn(tmp_path_factory):
+    """A tiny BART carrying facebook/bart-large-cnn's generation_config.json."""
+    from transformers import GenerationConfig
+
+    from tiny_models import make_tiny_model
+
+    path = str(tmp_path_factory.mktemp("tiny-cnn"))
+    model = make_tiny_model(path, "bart", seed=5)
+    with torch.no_grad():
+        model.final_logits_bias[0, EOS] = 2.5
+    model.generation_config = GenerationConfig(decoder_start_token_id=EOS, bos_token_id=0, eos_token_id=EOS, pad_token_id=PAD, **CNN)
+    model.save_pretrained(path)
+    return path, model
+
+
+def test_checkpoint_generation_config_gives_transformers_summaries(tiny_cnn):
+    path, hf = tiny_cnn
+    engine = Engine(path, num_kv_blocks=3000)
+    params = engine.generation_defaults()
+    assert (params.beam_width, params.length_penalty, params.no_repeat_ngram_size, params.early_stopping) == (4, 2.0, 3, True)
+    assert (params.max_tokens, params.min_tokens, params.forced_eos_token_id) == (140, 54, 2)  # after <DEC><BOS>
+    prompts = random_prompts(6, seed=3, max_len=150)
+    width = max(map(len, prompts))
+    ids = torch.full((len(prompts), width), PAD)
+    mask = torch.zeros_like(ids)
+    for i, p in enumerate(prompts):
+        ids[i, : len(p)] = torch.tensor(p)
+        mask[i, : len(p)] = 1
+    out = hf.generate(input_ids=ids, attention_mask=mask, return_dict_in_generate=True, output_scores=True)  # its own defaults
+    ours = engine.generate([{"prompt_token_ids": p} for p in prompts], params)
+    for i, o in enumerate(ours):
+        ref = out.sequences[i].tolist()
+        ref = ref[: ref.index(EOS, 1) + 1] if EOS in ref[1:] else ref
+        assert o.prompt_token_ids + o.outputs[0].token_ids == ref
+        assert o.outputs[0].score == pytest.approx(out.sequences_scores[i].item(), abs=1e-4)
+        assert 54 <= len(o.outputs[0].token_ids) <= 140
+
+
+def test_task_specific_params_are_the_fallback(tiny_bart):
+    path, _ = tiny_bart
+    engine = Engine(path, num_kv_blocks=200)
+    engine.model.config.task_specific_params = {"summarization": {"num_beams": 3, "max_length": 50, "min_length": 10, "length_penalty": 1.5}}
+    params = engine.generation_defaults("summarization", max_tokens=20)
+    assert (params.beam_width, params.length_penalty, params.max_tokens, params.min_tokens) == (3, 1.5, 20, 8)
+    assert engine.generation_defaults().beam_width == 1  # no task: only generation_config.json
