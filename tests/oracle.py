@@ -15,14 +15,19 @@ def random_prompts(num: int, seed: int, max_len: int = 200) -> list[list[int]]:
     return [[rng.randrange(4, 260) for _ in range(n)] for n in lengths[:num]]
 
 
-def hf_generate(model, encoder_prompts, decoder_prompt, max_new_tokens=MAX_NEW, **kwargs):
-    """Per prompt: (generated ids up to and incl. EOS, per-step log-softmax of processed scores)."""
-    width = max(map(len, encoder_prompts))
-    ids = torch.full((len(encoder_prompts), width), PAD)
+def pad_batch(prompts: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded input ids and their attention mask, as transformers takes a batch."""
+    ids = torch.full((len(prompts), max(map(len, prompts))), PAD)
     mask = torch.zeros_like(ids)
-    for i, p in enumerate(encoder_prompts):
+    for i, p in enumerate(prompts):
         ids[i, : len(p)] = torch.tensor(p)
         mask[i, : len(p)] = 1
+    return ids, mask
+
+
+def hf_generate(model, encoder_prompts, decoder_prompt, max_new_tokens=MAX_NEW, **kwargs):
+    """Per prompt: (generated ids up to and incl. EOS, per-step log-softmax of processed scores)."""
+    ids, mask = pad_batch(encoder_prompts)
     options = dict(do_sample=False, num_beams=1, min_length=0, no_repeat_ngram_size=0)
     out = model.generate(
         input_ids=ids,

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from oracle import random_prompts
+from oracle import pad_batch, random_prompts
 from tiny_models import EOS, PAD
 
 from scriba import Engine, SamplingParams
@@ -30,12 +30,7 @@ SETTINGS = [  # beam width, length penalty, early stopping, no-repeat n-gram, re
 
 
 def hf_beam(model, prompts, s):
-    width = max(map(len, prompts))
-    ids = torch.full((len(prompts), width), PAD)
-    mask = torch.zeros_like(ids)
-    for i, p in enumerate(prompts):
-        ids[i, : len(p)] = torch.tensor(p)
-        mask[i, : len(p)] = 1
+    ids, mask = pad_batch(prompts)
     # transformers starts from <DEC> and forces <BOS>, which it counts as generated; Scriba's
     # default prompt is <DEC><BOS> and counts from there: hence the + 1.
     out = model.generate(
@@ -143,12 +138,7 @@ def test_checkpoint_generation_config_gives_transformers_summaries(tiny_cnn):
     assert (params.beam_width, params.length_penalty, params.no_repeat_ngram_size, params.early_stopping) == (4, 2.0, 3, True)
     assert (params.max_tokens, params.min_tokens, params.forced_eos_token_id) == (140, 54, 2)  # after <DEC><BOS>
     prompts = random_prompts(6, seed=3, max_len=150)
-    width = max(map(len, prompts))
-    ids = torch.full((len(prompts), width), PAD)
-    mask = torch.zeros_like(ids)
-    for i, p in enumerate(prompts):
-        ids[i, : len(p)] = torch.tensor(p)
-        mask[i, : len(p)] = 1
+    ids, mask = pad_batch(prompts)
     out = hf.generate(input_ids=ids, attention_mask=mask, return_dict_in_generate=True, output_scores=True)  # its own defaults
     ours = engine.generate([{"prompt_token_ids": p} for p in prompts], params)
     for i, o in enumerate(ours):
