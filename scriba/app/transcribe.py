@@ -65,8 +65,8 @@ def transcribe(
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if beam_size != 1:
-        raise ValueError(f"beam_size={beam_size}: beam search is not available yet; use beam_size=1")
+    if not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
     temperatures = [float(temperature)] if isinstance(temperature, (int, float)) else [float(t) for t in temperature]
     if not temperatures or any(t < 0 for t in temperatures):
         raise ValueError(f"temperature must be a non-negative number or a non-empty sequence of them, got {temperature!r}")
@@ -75,7 +75,7 @@ def transcribe(
     engine = get_engine(model, **engine_config)
     if not getattr(engine.model, "encodes_audio", False):
         raise ValueError(f"model {engine.config.model!r} is not a speech model (Whisper)")
-    decoder = _WindowDecoder(engine, task, timestamps, temperatures, compression_ratio_threshold, logprob_threshold, no_speech_threshold, progress)
+    decoder = _WindowDecoder(engine, task, timestamps, temperatures, compression_ratio_threshold, logprob_threshold, no_speech_threshold, progress, beam_size)
     # Check the request options once, up front, with the engine's own validation.
     engine.inputs.process({"input_features": np.zeros((engine.model.num_mel_bins, engine.model.num_frames)), "language": language, "task": task})
     waves = [load_audio(s) for s in sources]
@@ -90,8 +90,9 @@ def transcribe(
 class _WindowDecoder:
     """Decodes batches of windows through the engine, with the temperature fallback."""
 
-    def __init__(self, engine, task, timestamps, temperatures, max_ratio, min_logprob, no_speech_threshold, progress):
+    def __init__(self, engine, task, timestamps, temperatures, max_ratio, min_logprob, no_speech_threshold, progress, beam_size=1):
         self.engine, self.task, self.timestamps = engine, task, timestamps
+        self.beam_size = beam_size  # used at temperature 0, as openai-whisper does
         self.temperatures = temperatures
         self.max_ratio, self.min_logprob, self.no_speech_threshold = max_ratio, min_logprob, no_speech_threshold
         self.progress = progress
@@ -135,7 +136,10 @@ class _WindowDecoder:
             detect = job.language is None and self.tokens.is_multilingual
             prompts.append({"audio": (job.samples, SAMPLE_RATE), "language": job.language, "task": self.task, "timestamps": self.timestamps, "prompt": job.prev_ids})
             control = (2 + (not self.timestamps)) if detect else 0  # <|lang|> <|task|> [<|notimestamps|>]
-            params.append(SamplingParams(temperature=temperature, max_tokens=MAX_WINDOW_TOKENS + control, logprobs=0))
+            if temperature == 0 and self.beam_size > 1:
+                params.append(SamplingParams(max_tokens=MAX_WINDOW_TOKENS + control, beam_width=self.beam_size))
+            else:
+                params.append(SamplingParams(temperature=temperature, max_tokens=MAX_WINDOW_TOKENS + control, logprobs=0))
         outputs = self.engine.generate(prompts, params, use_tqdm=self.progress)
         return [self._result(out, temperature) for out in outputs]
 
@@ -144,14 +148,17 @@ class _WindowDecoder:
         detected = out.language_probability is not None
         skip = (2 + (not self.timestamps)) if detected else 0
         tokens = completion.token_ids[skip:]
-        logprobs = [step[t].logprob for step, t in zip(completion.logprobs[skip:], tokens)]
+        if completion.logprobs is not None:
+            sum_logprob = sum(step[t].logprob for step, t in zip(completion.logprobs[skip:], tokens))
+        else:  # beam search: the hypothesis' own sum
+            sum_logprob = completion.cumulative_logprob
         if tokens and tokens[-1] == self.tokens.eot:
             tokens = tokens[:-1]
         text = self.decode(tokens)
         return WindowResult(
             tokens=tokens,
             text=text,
-            avg_logprob=sum(logprobs) / (len(tokens) + 1),
+            avg_logprob=sum_logprob / (len(tokens) + 1),
             no_speech_prob=out.no_speech_prob or 0.0,
             compression_ratio=compression_ratio(text),
             temperature=temperature,

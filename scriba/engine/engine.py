@@ -90,7 +90,13 @@ class Engine:
             prompt_len = len(inputs.decoder_token_ids)
             stops = [] if params.ignore_eos else self.eos_token_ids + params.stop_token_ids
             max_len = min(prompt_len + params.max_tokens, self.model.max_decoder_len)
-            group.beam = BeamSearch(params, prompt_len - inputs.num_forced_prompt_tokens, max_len, stops)
+            # Scores count tokens from where transformers' prompt ends: BART's forced <BOS> counts
+            # as generated; Whisper's detected language and forced control tokens do not, and are
+            # chosen greedily (one sequence) before the beams start.
+            begin = prompt_len - inputs.num_forced_prompt_tokens
+            if inputs.audio_plan is not None:
+                begin = inputs.audio_plan.sample_begin
+            group.beam = BeamSearch(params, begin, max_len, stops)
         if getattr(self.model, "encodes_audio", False):
             tokens = self.model.tokens
             if inputs.audio_plan is not None:
@@ -162,6 +168,11 @@ class Engine:
         """One beam-search step: the chosen continuations become the running beams; a beam
         chosen twice is forked (its blocks shared, copied on write); unchosen beams are freed."""
         beams = group.seqs_with(SequenceStatus.RUNNING)
+        if len(beams[0].token_ids) < group.beam.prompt_len:  # Whisper's detection and forced tokens
+            row = results[beams[0].seq_id]
+            token = int(row.argmax())
+            beams[0].append(token, row[token].item(), None)
+            return
         picked = group.beam.step([s.token_ids for s in beams], torch.stack([results[s.seq_id] for s in beams]))
         claimed: set[int] = set()
         children = []
@@ -253,7 +264,7 @@ class Engine:
                     index=i,
                     text=self._decode(ids, params.skip_special_tokens),
                     token_ids=ids,
-                    cumulative_logprob=hyp.score * len(ids) ** params.length_penalty,
+                    cumulative_logprob=hyp.score * (len(hyp.token_ids) - group.beam.prompt_len) ** params.length_penalty,
                     logprobs=None,
                     finish_reason="stop" if hyp.is_eos else "length",
                     score=hyp.score,

@@ -138,3 +138,12 @@ def test_bad_audio_request_leaves_other_requests_running(jfk):
         outputs += [o for o in engine.step() if o.finished]
     assert [o.request_id for o in outputs] == ["good"]
     assert "my fellow americans" in outputs[0].outputs[0].text.lower()
+
+
+def test_beam_size_five_uses_beam_search():
+    result = scriba.transcribe(JFK, beam_size=5)
+    text = result.text.lower()
+    assert all(p in text for p in PHRASES), text
+    assert all(-1.0 < s.avg_logprob < 0 for s in result.segments)
+    with pytest.raises(ValueError, match="beam_size must be a positive integer"):
+        scriba.transcribe(JFK, beam_size=0)

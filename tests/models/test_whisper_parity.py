@@ -126,3 +126,42 @@ def test_preemption_keeps_whisper_tokens(tiny_whispers, mode):
     for a, b in zip(roomy, outputs):
         assert a.outputs[0].token_ids == b.outputs[0].token_ids
         assert a.language == b.language and a.no_speech_prob == pytest.approx(b.no_speech_prob, abs=1e-6)
+
+
+# transformers' Whisper generate() runs num_return_sequences copies of each clip, each returning
+# its own best beam (so the copies are identical); Scriba returns the k best hypotheses of one
+# search. The beams are compared with one returned sequence.
+BEAMS = [  # (model, language, task, timestamps, beam width, length penalty, early stopping, return sequences)
+    ("multilingual", "en", "transcribe", False, 4, 1.0, False, 1),
+    ("multilingual", None, "translate", True, 5, 2.0, True, 1),
+    ("english", None, "transcribe", True, 2, 0.5, "never", 1),
+    ("mel128", None, "transcribe", False, 3, 1.0, True, 1),
+]
+
+
+@pytest.mark.parametrize("name,language,task,timestamps,width,penalty,early,returns", BEAMS)
+def test_beam_search_matches_transformers(tiny_whispers, name, language, task, timestamps, width, penalty, early, returns):
+    path, hf = tiny_whispers[name]
+    multilingual = name != "english"
+    audio = clips()[:4]
+    kwargs = dict(language=language, task=task) if multilingual else {}
+    out = hf.generate(
+        input_features=torch.tensor(log_mel(audio, hf.config.num_mel_bins)), max_new_tokens=MAX_NEW, return_timestamps=timestamps,
+        num_beams=width, length_penalty=penalty, early_stopping=early, num_return_sequences=returns,
+        force_unique_generate_call=True, return_dict_in_generate=True, output_scores=True, **kwargs,
+    )
+    detected = 2 + (0 if timestamps else 1) if language is None and multilingual else 0
+    params = SamplingParams(max_tokens=MAX_NEW + detected, beam_width=width, length_penalty=penalty, early_stopping=early, num_return_sequences=returns)
+    engine = Engine(path, num_kv_blocks=3000)
+    outputs = engine.generate([{"audio": (c, 16000), "language": language, "task": task, "timestamps": timestamps} for c in audio], params)
+    start = 1 + (2 if multilingual else 0) + (0 if timestamps else 1)
+    for i, o in enumerate(outputs):
+        assert len(o.outputs) == returns
+        for j, completion in enumerate(o.outputs):
+            row = out.sequences[i * returns + j].tolist()
+            gen = row[start:]
+            want = row[:start] + (gen[: gen.index(EOT) + 1] if EOT in gen else gen)
+            assert o.prompt_token_ids + completion.token_ids == want
+            assert completion.score == pytest.approx(out.sequences_scores[i * returns + j].item(), abs=1e-4)
+    # the beams of a request share one cross-attention table: 94 blocks for 1500 positions
+    assert engine.block_manager.num_free() == engine.block_manager.num_total()
