@@ -88,8 +88,10 @@ class BartForConditionalGeneration(nn.Module):
 
     @property
     def decoder_start_token_id(self) -> int:
-        # As transformers' generate(): fall back to bos when the config names no start token.
-        start = self.config.decoder_start_token_id
+        # As transformers' generate(): generation_config.json first, then config.json, then bos.
+        start = getattr(self.generation_config, "decoder_start_token_id", None)
+        if start is None:
+            start = self.config.decoder_start_token_id
         return self.config.bos_token_id if start is None else start
 
     def default_decoder_prompt(self) -> list[int]:

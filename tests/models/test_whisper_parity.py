@@ -131,27 +131,31 @@ def test_preemption_keeps_whisper_tokens(tiny_whispers, mode):
 # transformers' Whisper generate() runs num_return_sequences copies of each clip, each returning
 # its own best beam (so the copies are identical); Scriba returns the k best hypotheses of one
 # search. The beams are compared with one returned sequence.
-BEAMS = [  # (model, language, task, timestamps, beam width, length penalty, early stopping, return sequences)
-    ("multilingual", "en", "transcribe", False, 4, 1.0, False, 1),
-    ("multilingual", None, "translate", True, 5, 2.0, True, 1),
-    ("english", None, "transcribe", True, 2, 0.5, "never", 1),
-    ("mel128", None, "transcribe", False, 3, 1.0, True, 1),
+BEAMS = [  # (model, language, task, timestamps, beam width, length penalty, early stopping, no-repeat n-gram)
+    ("multilingual", "en", "transcribe", False, 4, 1.0, False, 0),
+    ("multilingual", None, "translate", True, 5, 2.0, True, 0),
+    ("multilingual", "de", "transcribe", False, 4, 2.0, True, 3),  # bart-large-cnn's settings
+    ("english", None, "transcribe", True, 2, 0.5, "never", 3),
+    ("mel128", None, "transcribe", False, 3, 1.0, True, 0),
 ]
 
 
-@pytest.mark.parametrize("name,language,task,timestamps,width,penalty,early,returns", BEAMS)
-def test_beam_search_matches_transformers(tiny_whispers, name, language, task, timestamps, width, penalty, early, returns):
+@pytest.mark.parametrize("name,language,task,timestamps,width,penalty,early,ngram", BEAMS)
+def test_beam_search_matches_transformers(tiny_whispers, name, language, task, timestamps, width, penalty, early, ngram):
+    returns = 1
     path, hf = tiny_whispers[name]
     multilingual = name != "english"
     audio = clips()[:4]
     kwargs = dict(language=language, task=task) if multilingual else {}
     out = hf.generate(
         input_features=torch.tensor(log_mel(audio, hf.config.num_mel_bins)), max_new_tokens=MAX_NEW, return_timestamps=timestamps,
-        num_beams=width, length_penalty=penalty, early_stopping=early, num_return_sequences=returns,
+        num_beams=width, length_penalty=penalty, early_stopping=early, num_return_sequences=returns, no_repeat_ngram_size=ngram,
         force_unique_generate_call=True, return_dict_in_generate=True, output_scores=True, **kwargs,
     )
     detected = 2 + (0 if timestamps else 1) if language is None and multilingual else 0
-    params = SamplingParams(max_tokens=MAX_NEW + detected, beam_width=width, length_penalty=penalty, early_stopping=early, num_return_sequences=returns)
+    params = SamplingParams(
+        max_tokens=MAX_NEW + detected, beam_width=width, length_penalty=penalty, early_stopping=early, num_return_sequences=returns, no_repeat_ngram_size=ngram
+    )
     engine = Engine(path, num_kv_blocks=3000)
     outputs = engine.generate([{"audio": (c, 16000), "language": language, "task": task, "timestamps": timestamps} for c in audio], params)
     start = 1 + (2 if multilingual else 0) + (0 if timestamps else 1)
