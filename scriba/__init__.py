@@ -1,6 +1,6 @@
 """Scriba: a paged encoder/decoder inference engine for Whisper and BART.
 
-Public names: transcribe, Engine, EngineConfig, SamplingParams, the prompt types and outputs.
+Public names: transcribe, summarize, Engine, EngineConfig, SamplingParams, the prompt types and outputs.
 They are imported on first use, so `import scriba` is quick and torch loads only when needed.
 """
 
@@ -10,6 +10,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "transcribe": "scriba.app.transcribe",
+    "summarize": "scriba.app.summarize",
     "Transcription": "scriba.app.segments",
     "Segment": "scriba.app.segments",
     "AudioPrompt": "scriba.engine.inputs",
