@@ -1,8 +1,11 @@
 """The `scriba` command line.
 
+    scriba transcribe FILE ... [--model M] [--language L] [--task T] [--mode M] [--beam-size K]
+                               [--format txt|srt|vtt|json] [--output-dir DIR]
+    scriba summarize FILE|- [--model M] [--max-length N] [--min-length N]
     scriba generate MODEL [TEXT ...] [--max-tokens N] [--temperature T] [--seed S] [--json]
 
-Reads texts from the arguments, or one per line from standard input when none are given.
+Errors print one line on stderr and exit 1; bad usage exits 2 (argparse).
 """
 
 from __future__ import annotations
@@ -24,6 +27,25 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int, default=None)
     gen.add_argument("--device", default="auto")
     gen.add_argument("--json", action="store_true", help="print one JSON object per input")
+
+    tr = sub.add_parser("transcribe", help="transcribe audio files (default model: the bundled Whisper tiny.en)")
+    tr.add_argument("files", nargs="+", help="audio files (wav, flac, ogg, mp3, m4a, mp4, webm, opus, ...)")
+    tr.add_argument("--model", default=None, help="Whisper checkpoint: hub id, folder, or CTranslate2 folder")
+    tr.add_argument("--language", default=None, help="language code or name (default: detect)")
+    tr.add_argument("--task", default="transcribe", choices=["transcribe", "translate"])
+    tr.add_argument("--mode", default="batched", choices=["batched", "sequential"])
+    tr.add_argument("--beam-size", type=int, default=1)
+    tr.add_argument("--no-timestamps", action="store_true", help="one segment per window, no timestamp tokens")
+    tr.add_argument("--format", default="txt", choices=["txt", "srt", "vtt", "json"])
+    tr.add_argument("--output-dir", default=None, help="write <file stem>.<format> there instead of printing")
+    tr.add_argument("--device", default="auto")
+
+    sm = sub.add_parser("summarize", help="summarize a text file, or standard input with -")
+    sm.add_argument("file", help="a text file, or - for standard input")
+    sm.add_argument("--model", default="facebook/bart-large-cnn")
+    sm.add_argument("--max-length", type=int, default=None)
+    sm.add_argument("--min-length", type=int, default=None)
+    sm.add_argument("--device", default="auto")
     return parser
 
 
@@ -45,13 +67,66 @@ def run_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_transcribe(args: argparse.Namespace) -> int:
+    import os
+
+    from scriba.app.transcribe import transcribe
+    from scriba.app.writers import format_transcript, write_transcript
+    from scriba.engine.audio import AudioError, load_audio
+
+    missing = [f for f in args.files if not os.path.isfile(f)]
+    if missing:
+        raise FileNotFoundError(f"no such audio file: {missing[0]}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    waves, names, failed = [], [], 0
+    for f in args.files:  # a file that is not audio is reported; the others are still transcribed
+        try:
+            waves.append((load_audio(f), 16000))
+            names.append(f)
+        except AudioError as e:
+            print(f"scriba: error: {e}", file=sys.stderr)
+            failed += 1
+    if waves:
+        results = transcribe(
+            waves, model=args.model, language=args.language, task=args.task, mode=args.mode, beam_size=args.beam_size,
+            timestamps=not args.no_timestamps, progress=sys.stderr.isatty(), device=args.device,
+        )
+        for name, result in zip(names, results):
+            stem = os.path.splitext(os.path.basename(name))[0]
+            if args.output_dir:
+                print(write_transcript(result, args.format, args.output_dir, stem), file=sys.stderr)
+            else:
+                if len(names) > 1:
+                    print(f"==> {name} <==")
+                print(format_transcript(result, args.format), end="")
+    return 1 if failed else 0
+
+
+def run_summarize(args: argparse.Namespace) -> int:
+    from scriba.app.summarize import summarize
+
+    if args.file == "-":
+        text = sys.stdin.read()
+    else:
+        with open(args.file, encoding="utf-8") as f:
+            text = f.read()
+    print(summarize(text, model=args.model, max_length=args.max_length, min_length=args.min_length, device=args.device))
+    return 0
+
+
+COMMANDS = {"generate": run_generate, "transcribe": run_transcribe, "summarize": run_summarize}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return run_generate(args)
-    except (OSError, ValueError, TypeError) as e:  # bad model, bad input: one line, no traceback
-        print(f"scriba: error: {e}", file=sys.stderr)
+        return COMMANDS[args.command](args)
+    except (OSError, ValueError, TypeError, UnicodeDecodeError) as e:  # bad model, bad input: one line, no traceback
+        message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"scriba: error: {message}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("scriba: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

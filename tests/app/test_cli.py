@@ -36,3 +36,49 @@ def test_unknown_model_is_one_line_error(tmp_path):
 def test_bad_option_value(tiny_bart):
     result = scriba("generate", tiny_bart[0], "text", "--max-tokens", "0")
     assert result.returncode == 1 and "max_tokens must be a positive integer" in result.stderr
+
+
+JFK = __import__("os").path.join(__import__("os").path.dirname(__file__), "..", "..", "assets", "jfk.flac")
+
+
+def test_transcribe_formats_to_stdout_and_output_dir(tmp_path):
+    import re
+
+    srt = scriba("transcribe", JFK, "--format", "srt")
+    assert srt.returncode == 0, srt.stderr
+    assert re.match(r"1\n00:00:00,000 --> 00:00:\d\d,\d\d\d\n.*fellow Americans", srt.stdout)
+    out = tmp_path / "subs"
+    result = scriba("transcribe", JFK, "--output-dir", str(out), "--format", "vtt")
+    assert result.returncode == 0, result.stderr
+    vtt = (out / "jfk.vtt").read_text()
+    assert vtt.startswith("WEBVTT\n\n") and re.search(r"\d\d:\d\d:\d\d\.\d\d\d --> \d\d:\d\d:\d\d\.\d\d\d\n", vtt)
+    for fmt in ("txt", "json"):
+        assert scriba("transcribe", JFK, "--output-dir", str(out), "--format", fmt, "--mode", "sequential").returncode == 0
+    assert "your country" in (out / "jfk.txt").read_text().lower()
+    assert json.loads((out / "jfk.json").read_text())["language"] == "en"
+
+
+def test_transcribe_bad_files_and_model(tmp_path):
+    missing = scriba("transcribe", str(tmp_path / "gone.wav"))
+    assert missing.returncode == 1 and missing.stderr == f"scriba: error: no such audio file: {tmp_path / 'gone.wav'}\n"
+    bad = tmp_path / "notes.wav"
+    bad.write_text("not audio\n")
+    mixed = scriba("transcribe", str(bad), JFK)  # the good file is still transcribed
+    assert mixed.returncode == 1 and "could not decode" in mixed.stderr and "notes.wav" in mixed.stderr
+    assert "fellow Americans" in mixed.stdout and "Traceback" not in mixed.stderr
+    unknown = scriba("transcribe", JFK, "--model", str(tmp_path / "no-model"))
+    assert unknown.returncode == 1 and unknown.stderr.startswith("scriba: error: could not find model")
+    usage = scriba("transcribe", JFK, "--format", "doc")
+    assert usage.returncode == 2 and "invalid choice: 'doc'" in usage.stderr
+
+
+def test_summarize_file_and_stdin(tiny_bart, tmp_path):
+    path = tiny_bart[0]
+    doc = tmp_path / "article.txt"
+    doc.write_text("The cat sat on the mat. It was happy.")
+    from_file = scriba("summarize", str(doc), "--model", path, "--max-length", "12")
+    from_stdin = scriba("summarize", "-", "--model", path, "--max-length", "12", stdin="The cat sat on the mat. It was happy.")
+    assert from_file.returncode == 0 and from_stdin.returncode == 0, from_file.stderr
+    assert from_file.stdout == from_stdin.stdout and from_file.stdout.strip()
+    missing = scriba("summarize", str(tmp_path / "none.txt"), "--model", path)
+    assert missing.returncode == 1 and "No such file" in missing.stderr
