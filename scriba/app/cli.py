@@ -3,6 +3,7 @@
     scriba transcribe FILE ... [--model M] [--language L] [--task T] [--mode M] [--beam-size K]
                                [--format txt|srt|vtt|json] [--output-dir DIR]
     scriba summarize FILE|- [--model M] [--max-length N] [--min-length N]
+    scriba ui [--host 127.0.0.1] [--port 7860] [--share]
     scriba generate MODEL [TEXT ...] [--max-tokens N] [--temperature T] [--seed S] [--json]
 
 Errors print one line on stderr and exit 1; bad usage exits 2 (argparse).
@@ -46,6 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--max-length", type=int, default=None)
     sm.add_argument("--min-length", type=int, default=None)
     sm.add_argument("--device", default="auto")
+
+    ui = sub.add_parser("ui", help="start the web app (Gradio)")
+    ui.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
+    ui.add_argument("--port", type=int, default=7860)
+    ui.add_argument("--share", action="store_true", help="also open a public gradio.live link")
+    ui.add_argument("--whisper-model", default=None, help="default Whisper model (empty: bundled tiny.en)")
+    ui.add_argument("--summarizer", default="facebook/bart-large-cnn")
     return parser
 
 
@@ -113,7 +121,14 @@ def run_summarize(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"generate": run_generate, "transcribe": run_transcribe, "summarize": run_summarize}
+def run_ui(args: argparse.Namespace) -> int:
+    from scriba.app.ui import launch
+
+    launch(host=args.host, port=args.port, share=args.share, whisper_model=args.whisper_model, summarizer=args.summarizer)
+    return 0
+
+
+COMMANDS = {"generate": run_generate, "transcribe": run_transcribe, "summarize": run_summarize, "ui": run_ui}
 
 
 def main(argv: list[str] | None = None) -> int:

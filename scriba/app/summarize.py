@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from scriba.app.engines import get_engine
+from scriba.app.engines import get_engine, using
 
 DEFAULT_SUMMARIZER = "facebook/bart-large-cnn"
 _SENTENCE_END = re.compile(r"(?<=[.!?。])\s+")
@@ -39,7 +39,8 @@ def summarize(
         raise ValueError(f"model {model!r} has no tokenizer files: summarize() needs one")
     params = engine.generation_defaults("summarization", **_length_overrides(engine, max_length, min_length))
     pieces = [split_to_fit(t, engine.tokenizer, engine.model.max_encoder_len) for t in texts]
-    outputs = engine.generate([p for ps in pieces for p in ps], params)
+    with using(engine):
+        outputs = engine.generate([p for ps in pieces for p in ps], params)
     summaries, k = [], 0
     for ps in pieces:
         summaries.append(" ".join(o.outputs[0].text.strip() for o in outputs[k : k + len(ps)]))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scriba.app.engines import get_engine
+from scriba.app.engines import get_engine, using
 from scriba.app.segments import Segment, Transcription, WindowResult, compression_ratio, split_segments
 from scriba.engine.audio import SAMPLE_RATE, WINDOW_SAMPLES, WINDOW_SECONDS, AudioInput, is_audio_pair, load_audio
 from scriba.engine.sampling_params import SamplingParams
@@ -140,7 +140,8 @@ class _WindowDecoder:
                 params.append(SamplingParams(max_tokens=MAX_WINDOW_TOKENS + control, beam_width=self.beam_size))
             else:
                 params.append(SamplingParams(temperature=temperature, max_tokens=MAX_WINDOW_TOKENS + control, logprobs=0))
-        outputs = self.engine.generate(prompts, params, use_tqdm=self.progress)
+        with using(self.engine):
+            outputs = self.engine.generate(prompts, params, use_tqdm=self.progress)
         return [self._result(out, temperature) for out in outputs]
 
     def _result(self, out, temperature: float) -> WindowResult:
