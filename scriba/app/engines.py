@@ -1,31 +1,95 @@
 """One engine per model per process, created on first use and shared by every caller.
 
-An Engine is driven by one thread at a time: `using(engine)` is the lock callers hold while
-they run requests through it (calls from many threads take turns; batching them together
-in one background loop is the next step).
+Callers do not drive the Engine themselves: an `EngineLoop` owns it in a background thread.
+`loop.generate(prompts, params)` may be called from any number of threads at once; their
+requests join the same continuous batch, so concurrent users share engine steps.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
+from concurrent.futures import Future, wait
 
 from scriba.engine.engine import Engine
 
-_engines: dict[tuple, Engine] = {}
-_locks: dict[int, threading.Lock] = {}
+_loops: dict[tuple, "EngineLoop"] = {}
 _lock = threading.Lock()
 
 
-def get_engine(model: str | None = None, **config) -> Engine:
-    """The shared engine for `model` (None: the bundled Whisper tiny.en) and these settings."""
+class EngineLoop:
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.max_batch_size = 0  # the most sequences one step has run (for tests and logs)
+        self._cond = threading.Condition()
+        self._calls: list[tuple[list, list, list[str], list[Future]]] = []
+        self._futures: dict[str, Future] = {}
+        self._ids = itertools.count()
+        self._thread = threading.Thread(target=self._run, name="scriba-engine", daemon=True)
+        self._thread.start()
+
+    def generate(self, prompts: list, params: list, progress=None) -> list:
+        """Queue the requests, wait for all; a bad prompt raises here (none of them run)."""
+        ids = [f"loop-{next(self._ids)}" for _ in prompts]
+        futures = [Future() for _ in prompts]
+        with self._cond:
+            self._calls.append((list(prompts), list(params), ids, futures))
+            self._cond.notify()
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when="FIRST_COMPLETED")
+            if progress is not None:
+                progress.update(len(done))
+        return [f.result() for f in futures]
+
+    def _admit(self, prompts, params, ids, futures) -> None:
+        for i, (rid, prompt, p) in enumerate(zip(ids, prompts, params)):
+            try:
+                self.engine.add_request(rid, prompt, p)
+            except Exception as e:  # noqa: BLE001 - handed to the caller, the loop keeps serving
+                self.engine.abort(ids[:i])
+                error = type(e)(f"prompt {i}: {e}") if isinstance(e, (ValueError, TypeError)) else e
+                for f in futures:
+                    f.set_exception(error)
+                return
+        self._futures.update(zip(ids, futures))
+
+    def _run(self) -> None:
+        engine = self.engine
+        while True:
+            with self._cond:
+                while not self._calls and not self._futures:
+                    self._cond.wait()
+                calls, self._calls = self._calls, []
+            for call in calls:
+                self._admit(*call)
+            if not self._futures:
+                continue
+            try:
+                outputs = engine.step()
+            except Exception as e:  # noqa: BLE001 - a failed step fails its requests, not the loop
+                for rid, f in list(self._futures.items()):
+                    engine.abort(rid)
+                    f.set_exception(e)
+                self._futures.clear()
+                continue
+            running = sum(len(g.seqs) for g in engine.scheduler.running)
+            self.max_batch_size = max(self.max_batch_size, running)
+            for out in outputs:
+                if out.finished and out.request_id in self._futures:
+                    self._futures.pop(out.request_id).set_result(out)
+
+
+def get_loop(model: str | None = None, **config) -> EngineLoop:
+    """The shared engine loop for `model` (None: the bundled Whisper tiny.en) and these settings."""
     key = (model, tuple(sorted(config.items())))
     with _lock:
-        engine = _engines.get(key)
-        if engine is None:
-            engine = _engines[key] = Engine(model, **config)
-        return engine
+        loop = _loops.get(key)
+        if loop is None:
+            loop = _loops[key] = EngineLoop(Engine(model, **config))
+        return loop
 
 
-def using(engine: Engine) -> threading.Lock:
-    with _lock:
-        return _locks.setdefault(id(engine), threading.Lock())
+def get_engine(model: str | None = None, **config) -> Engine:
+    """The shared engine itself (drive it only through its loop while others may use it)."""
+    return get_loop(model, **config).engine

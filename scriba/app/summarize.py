@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from scriba.app.engines import get_engine, using
+from scriba.app.engines import get_loop
 
 DEFAULT_SUMMARIZER = "facebook/bart-large-cnn"
 _SENTENCE_END = re.compile(r"(?<=[.!?。])\s+")
@@ -32,15 +32,16 @@ def summarize(
             raise TypeError(f"text {i} is a {type(t).__name__}, not a str")
         if not t.strip():
             raise ValueError(f"text {i} is empty: there is nothing to summarize")
-    engine = get_engine(model, **engine_config)
+    loop = get_loop(model, **engine_config)
+    engine = loop.engine
     if getattr(engine.model, "encodes_audio", False):
         raise ValueError(f"model {model!r} is a speech model: use scriba.transcribe()")
     if engine.tokenizer is None:
         raise ValueError(f"model {model!r} has no tokenizer files: summarize() needs one")
     params = engine.generation_defaults("summarization", **_length_overrides(engine, max_length, min_length))
     pieces = [split_to_fit(t, engine.tokenizer, engine.model.max_encoder_len) for t in texts]
-    with using(engine):
-        outputs = engine.generate([p for ps in pieces for p in ps], params)
+    prompts = [p for ps in pieces for p in ps]
+    outputs = loop.generate(prompts, [params] * len(prompts))
     summaries, k = [], 0
     for ps in pieces:
         summaries.append(" ".join(o.outputs[0].text.strip() for o in outputs[k : k + len(ps)]))

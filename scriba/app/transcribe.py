@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scriba.app.engines import get_engine, using
+from scriba.app.engines import get_loop
 from scriba.app.segments import Segment, Transcription, WindowResult, compression_ratio, split_segments
 from scriba.engine.audio import SAMPLE_RATE, WINDOW_SAMPLES, WINDOW_SECONDS, AudioInput, is_audio_pair, load_audio
 from scriba.engine.sampling_params import SamplingParams
@@ -72,10 +72,11 @@ def transcribe(
         raise ValueError(f"temperature must be a non-negative number or a non-empty sequence of them, got {temperature!r}")
     single = not isinstance(audio, (list, tuple)) or is_audio_pair(audio)
     sources = [audio] if single else list(audio)
-    engine = get_engine(model, **engine_config)
+    loop = get_loop(model, **engine_config)
+    engine = loop.engine
     if not getattr(engine.model, "encodes_audio", False):
         raise ValueError(f"model {engine.config.model!r} is not a speech model (Whisper)")
-    decoder = _WindowDecoder(engine, task, timestamps, temperatures, compression_ratio_threshold, logprob_threshold, no_speech_threshold, progress, beam_size)
+    decoder = _WindowDecoder(loop, task, timestamps, temperatures, compression_ratio_threshold, logprob_threshold, no_speech_threshold, progress, beam_size)
     # Check the request options once, up front, with the engine's own validation.
     engine.inputs.process({"input_features": np.zeros((engine.model.num_mel_bins, engine.model.num_frames)), "language": language, "task": task})
     waves = [load_audio(s) for s in sources]
@@ -90,13 +91,13 @@ def transcribe(
 class _WindowDecoder:
     """Decodes batches of windows through the engine, with the temperature fallback."""
 
-    def __init__(self, engine, task, timestamps, temperatures, max_ratio, min_logprob, no_speech_threshold, progress, beam_size=1):
-        self.engine, self.task, self.timestamps = engine, task, timestamps
+    def __init__(self, loop, task, timestamps, temperatures, max_ratio, min_logprob, no_speech_threshold, progress, beam_size=1):
+        self.loop, self.engine, self.task, self.timestamps = loop, loop.engine, task, timestamps
         self.beam_size = beam_size  # used at temperature 0, as openai-whisper does
         self.temperatures = temperatures
         self.max_ratio, self.min_logprob, self.no_speech_threshold = max_ratio, min_logprob, no_speech_threshold
         self.progress = progress
-        self.tokens = engine.model.tokens
+        self.tokens = self.engine.model.tokens
 
     def text_ids(self, text: str | None) -> list[int]:
         if not text:
@@ -140,8 +141,16 @@ class _WindowDecoder:
                 params.append(SamplingParams(max_tokens=MAX_WINDOW_TOKENS + control, beam_width=self.beam_size))
             else:
                 params.append(SamplingParams(temperature=temperature, max_tokens=MAX_WINDOW_TOKENS + control, logprobs=0))
-        with using(self.engine):
-            outputs = self.engine.generate(prompts, params, use_tqdm=self.progress)
+        bar = None
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(prompts), desc="windows", unit="window")
+        try:
+            outputs = self.loop.generate(prompts, params, progress=bar)
+        finally:
+            if bar is not None:
+                bar.close()
         return [self._result(out, temperature) for out in outputs]
 
     def _result(self, out, temperature: float) -> WindowResult:

@@ -102,7 +102,7 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
         go.click(run_transcription, [audio, model, language, task, timestamps], [detected, transcript, segments, subtitles])
         to_summary.click(lambda t: run_summary(t, None, summarizer, 0, 0), [transcript], [transcript_summary])
         summarize_btn.click(run_summary, [text, upload, summarizer_box, max_length, min_length], [summary])
-    # Several requests run at once; the engine lock makes them take turns on each engine.
+    # Several requests run at once; their windows join the shared engines' batches.
     return demo.queue(default_concurrency_limit=4)
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 import scriba
-from scriba.app.engines import get_engine
+from scriba.app.engines import get_engine, get_loop
 from scriba.app.summarize import split_to_fit
 
 
@@ -46,16 +46,16 @@ def test_long_text_is_split_on_sentences_not_truncated(cnn_like):
 
 
 def test_lengths_follow_the_checkpoint_and_the_caller(cnn_like, monkeypatch):
-    engine = get_engine(cnn_like)
+    loop = get_loop(cnn_like)
     seen = []
-    generate = engine.generate
+    generate = loop.generate
 
-    def recording(prompts, params=None, **kw):
+    def recording(prompts, params, **kw):
         outputs = generate(prompts, params, **kw)
-        seen.append((params, [len(o.outputs[0].token_ids) for o in outputs]))
+        seen.append((params[0], [len(o.outputs[0].token_ids) for o in outputs]))
         return outputs
 
-    monkeypatch.setattr(engine, "generate", recording)
+    monkeypatch.setattr(loop, "generate", recording)
     text = "A short story about a dog that runs. The dog is fast."
     scriba.summarize(text, model=cnn_like)
     scriba.summarize(text, model=cnn_like, max_length=12, min_length=5)

@@ -124,20 +124,37 @@ def test_multilingual_model_detects_and_validates_language(tiny_whispers):
 
 
 def test_bad_audio_request_leaves_other_requests_running(jfk):
-    from scriba import SamplingParams
-    from scriba.app.engines import get_engine
+    from concurrent.futures import ThreadPoolExecutor
 
-    engine = get_engine(None)
-    engine.add_request("good", {"audio": (jfk, 16000)}, SamplingParams(max_tokens=60))
-    engine.step()
-    for bad in [{"audio": b"not audio"}, {"audio": (np.full(100, np.inf, np.float32), 16000)}, {"audio": (jfk, 16000), "task": "dance"}, {"prompt": "text"}]:
-        with pytest.raises(ValueError):
-            engine.add_request("bad", bad)
-    outputs = []
-    while engine.has_unfinished_requests():
-        outputs += [o for o in engine.step() if o.finished]
-    assert [o.request_id for o in outputs] == ["good"]
-    assert "my fellow americans" in outputs[0].outputs[0].text.lower()
+    from scriba import SamplingParams
+    from scriba.app.engines import get_loop
+
+    loop = get_loop(None)
+    with ThreadPoolExecutor(1) as pool:
+        good = pool.submit(loop.generate, [{"audio": (jfk, 16000)}], [SamplingParams(max_tokens=60)])
+        for bad in [{"audio": b"not audio"}, {"audio": (np.full(100, np.inf, np.float32), 16000)}, {"audio": (jfk, 16000), "task": "dance"}, {"prompt": "text"}]:
+            with pytest.raises(ValueError, match="prompt 0: "):
+                loop.generate([bad], [SamplingParams()])
+        out = good.result(timeout=120)[0]
+    assert "my fellow americans" in out.outputs[0].text.lower()
+    assert not loop.engine.has_unfinished_requests()
+
+
+def test_sixteen_threads_share_engine_steps(jfk):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from scriba.app.engines import get_loop
+
+    loop = get_loop(None)
+    loop.max_batch_size = 0
+    clips = [(jfk[: 16000 * (6 + i % 5)], 16000) for i in range(16)]  # 6-10 s: different endings
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(lambda c: scriba.transcribe(c, timestamps=False), clips))
+    assert loop.max_batch_size > 1  # windows of different callers ran in the same steps
+    for result in results:
+        assert "my fellow americans" in result.text.lower()
+    alone = scriba.transcribe(clips[3], timestamps=False)
+    assert results[3].text == alone.text
 
 
 def test_beam_size_five_uses_beam_search():
