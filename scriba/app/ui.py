@@ -21,8 +21,9 @@ MAX_TEXT_CHARS = 200_000
 LANGUAGES = ["auto", "en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ru", "ko", "ar", "hi", "pl", "tr", "sv", "uk"]
 
 
-def run_transcription(audio_path, model, language, task, timestamps):
-    """Gradio handler: (detected language, text, segment rows, subtitle files)."""
+def run_transcription(audio_path, model, language, task, timestamps, progress=None):
+    """Gradio handler: (detected language, text, segment rows, subtitle files). Gradio passes
+    `progress` (tracking transcribe's tqdm bar over the windows)."""
     import gradio as gr
 
     if not audio_path:
@@ -37,7 +38,7 @@ def run_transcription(audio_path, model, language, task, timestamps):
     try:
         result = transcribe(
             (samples, SAMPLE_RATE), model=(model or "").strip() or None, language=None if language == "auto" else language,
-            task=task, timestamps=bool(timestamps),
+            task=task, timestamps=bool(timestamps), progress=progress is not None,
         )
     except (OSError, ValueError) as e:
         raise gr.Error(str(e).splitlines()[0]) from None
@@ -99,9 +100,12 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
             summarize_btn = gr.Button("Summarize", variant="primary", elem_id="summarize-button")
             summary = gr.Textbox(label="Summary", lines=6, interactive=False, elem_id="summary")
 
-        go.click(run_transcription, [audio, model, language, task, timestamps], [detected, transcript, segments, subtitles])
+        def transcribe_with_progress(audio_path, model, language, task, timestamps, progress=gr.Progress(track_tqdm=True)):
+            return run_transcription(audio_path, model, language, task, timestamps, progress)
+
+        go.click(transcribe_with_progress, [audio, model, language, task, timestamps], [detected, transcript, segments, subtitles], api_name="transcribe")
         to_summary.click(lambda t: run_summary(t, None, summarizer, 0, 0), [transcript], [transcript_summary])
-        summarize_btn.click(run_summary, [text, upload, summarizer_box, max_length, min_length], [summary])
+        summarize_btn.click(run_summary, [text, upload, summarizer_box, max_length, min_length], [summary], api_name="summarize")
     # Several requests run at once; their windows join the shared engines' batches.
     return demo.queue(default_concurrency_limit=4)
 
