@@ -36,13 +36,18 @@ def make_prompts(num: int, min_len: int, max_len: int, seed: int) -> list[list[i
     return [[rng.randrange(4, 50000) for _ in range(rng.randint(min_len, max_len))] for _ in range(num)]
 
 
-def hf_generate(model, prompts: list[list[int]], new_tokens: int) -> list[list[int]]:
-    width = max(map(len, prompts))
-    ids = torch.full((len(prompts), width), BART_BASE["pad_token_id"])
+def pad_batch(prompts: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded input ids and attention mask, as transformers takes a batch."""
+    ids = torch.full((len(prompts), max(map(len, prompts))), BART_BASE["pad_token_id"])
     mask = torch.zeros_like(ids)
     for i, p in enumerate(prompts):
         ids[i, : len(p)] = torch.tensor(p)
         mask[i, : len(p)] = 1
+    return ids, mask
+
+
+def hf_generate(model, prompts: list[list[int]], new_tokens: int) -> list[list[int]]:
+    ids, mask = pad_batch(prompts)
     out = model.generate(
         input_ids=ids, attention_mask=mask, decoder_input_ids=torch.tensor([[2, 0]] * len(prompts)),
         max_new_tokens=new_tokens, do_sample=False, num_beams=1, eos_token_id=None, forced_eos_token_id=None,

@@ -17,7 +17,7 @@ import os
 import tempfile
 
 import torch
-from bench_bart import BART_BASE, cpu_name, make_prompts, timed
+from bench_bart import BART_BASE, cpu_name, make_prompts, pad_batch, timed
 from transformers import BartConfig, BartForConditionalGeneration
 
 from scriba import Engine, SamplingParams
@@ -26,12 +26,7 @@ CNN = dict(length_penalty=2.0, no_repeat_ngram_size=3, early_stopping=True)
 
 
 def hf_beam(model, prompts, new_tokens: int) -> list[list[int]]:
-    width = max(map(len, prompts))
-    ids = torch.full((len(prompts), width), BART_BASE["pad_token_id"])
-    mask = torch.zeros_like(ids)
-    for i, p in enumerate(prompts):
-        ids[i, : len(p)] = torch.tensor(p)
-        mask[i, : len(p)] = 1
+    ids, mask = pad_batch(prompts)
     out = model.generate(
         input_ids=ids, attention_mask=mask, num_beams=4, max_new_tokens=new_tokens + 1, min_length=0,  # + 1: the forced <BOS>
         forced_bos_token_id=0, forced_eos_token_id=None, do_sample=False, **CNN,

@@ -70,29 +70,21 @@ def split_to_fit(text: str, tokenizer, max_tokens: int) -> list[str]:
     count = lambda s: len(tokenizer(s, add_special_tokens=False)["input_ids"])  # noqa: E731
     if count(text) <= budget:
         return [text]
-    sentences = []
+    units = []
     for sentence in _SENTENCE_END.split(text.strip()):
-        sentences += _cut_words(sentence, count, budget) if count(sentence) > budget else [sentence]
+        units += _pack(sentence.split(), count, budget) if count(sentence) > budget else [sentence]
+    return _pack(units, count, budget)
+
+
+def _pack(units: list[str], count, budget: int) -> list[str]:
+    """Join consecutive units (sentences, or words of one long sentence) with spaces into
+    pieces of at most `budget` tokens."""
     pieces, current = [], ""
-    for sentence in sentences:
-        candidate = f"{current} {sentence}".strip()
+    for unit in units:
+        candidate = f"{current} {unit}".strip()
         if current and count(candidate) > budget:
             pieces.append(current)
-            current = sentence
+            current = unit
         else:
             current = candidate
-    if current:
-        pieces.append(current)
-    return pieces
-
-
-def _cut_words(sentence: str, count, budget: int) -> list[str]:
-    parts, current = [], ""
-    for word in sentence.split():
-        candidate = f"{current} {word}".strip()
-        if current and count(candidate) > budget:
-            parts.append(current)
-            current = word
-        else:
-            current = candidate
-    return parts + ([current] if current else [])
+    return pieces + ([current] if current else [])
