@@ -21,6 +21,10 @@ MAX_TEXT_CHARS = 200_000
 LANGUAGES = ["auto", "en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ru", "ko", "ar", "hi", "pl", "tr", "sv", "uk"]
 
 
+def say_duration(seconds: float) -> str:
+    return f"{seconds:.0f} seconds" if seconds < 120 else f"{seconds / 60:.0f} minutes"
+
+
 def run_transcription(audio_path, model, language, task, timestamps, progress=None):
     """Gradio handler: (detected language, text, segment rows, subtitle files). Gradio passes
     `progress` (tracking transcribe's tqdm bar over the windows)."""
@@ -34,7 +38,7 @@ def run_transcription(audio_path, model, language, task, timestamps, progress=No
         raise gr.Error(f"Cannot read this audio: {e}") from None
     seconds = len(samples) / SAMPLE_RATE
     if seconds > MAX_AUDIO_SECONDS:
-        raise gr.Error(f"The audio is {seconds / 60:.0f} minutes long; this app takes up to {MAX_AUDIO_SECONDS // 60} minutes.")
+        raise gr.Error(f"The audio is {say_duration(seconds)} long; this app takes up to {say_duration(MAX_AUDIO_SECONDS)}.")
     try:
         result = transcribe(
             (samples, SAMPLE_RATE), model=(model or "").strip() or None, language=None if language == "auto" else language,
@@ -88,8 +92,8 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
             transcript = gr.Textbox(label="Transcript", lines=6, interactive=False, elem_id="transcript")
             segments = gr.Dataframe(headers=["start", "end", "text"], label="Segments", interactive=False)
             subtitles = gr.File(label="Subtitles (SRT, VTT)", file_count="multiple")
-            to_summary = gr.Button("Summarize this transcript")
-            transcript_summary = gr.Textbox(label="Summary of the transcript", interactive=False)
+            to_summary = gr.Button("Summarize this transcript", elem_id="summarize-transcript-button")
+            transcript_summary = gr.Textbox(label="Summary of the transcript", interactive=False, elem_id="transcript-summary")
         with gr.Tab("Summarize"):
             text = gr.Textbox(label="Text", lines=10, elem_id="summary-input")
             upload = gr.File(label="or a .txt file", file_types=[".txt"], type="filepath")
@@ -104,7 +108,8 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
             return run_transcription(audio_path, model, language, task, timestamps, progress)
 
         go.click(transcribe_with_progress, [audio, model, language, task, timestamps], [detected, transcript, segments, subtitles], api_name="transcribe")
-        to_summary.click(lambda t: run_summary(t, None, summarizer, 0, 0), [transcript], [transcript_summary])
+        # The transcript is summarized with the model chosen on the Summarize tab.
+        to_summary.click(lambda t, m: run_summary(t, None, m, 0, 0), [transcript, summarizer_box], [transcript_summary])
         summarize_btn.click(run_summary, [text, upload, summarizer_box, max_length, min_length], [summary], api_name="summarize")
     # Several requests run at once; their windows join the shared engines' batches.
     return demo.queue(default_concurrency_limit=4)

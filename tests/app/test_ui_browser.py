@@ -27,16 +27,37 @@ def app_url(tiny_bart):
 
 
 @pytest.fixture(scope="module")
-def page(app_url):
+def microphone_wav(tmp_path_factory):
+    """jfk.flac as 48 kHz 16-bit mono WAV: what Chromium's fake microphone plays (in a loop)."""
+    import soundfile as sf
+    import soxr
+
+    samples, rate = sf.read(JFK)
+    path = tmp_path_factory.mktemp("mic") / "jfk48k.wav"
+    sf.write(path, soxr.resample(samples.mean(axis=1), rate, 48_000), 48_000, subtype="PCM_16")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def browser(microphone_wav):
     from playwright.sync_api import sync_playwright
 
-    flags = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+    flags = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--no-first-run",
+             "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream", f"--use-file-for-fake-audio-capture={microphone_wav}"]
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=flags)
-        page = browser.new_page()
-        page.goto(app_url, wait_until="networkidle", timeout=60_000)
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture
+def page(browser, app_url):
+    """A fresh page per test, with the microphone allowed."""
+    context = browser.new_context(permissions=["microphone"])
+    page = context.new_page()
+    page.goto(app_url, wait_until="networkidle", timeout=60_000)
+    yield page
+    context.close()
 
 
 def test_transcribe_an_upload(page):
@@ -49,6 +70,23 @@ def test_transcribe_an_upload(page):
     )
     text = transcript.input_value().lower()
     assert "your country" in text and "do for you" in text
+    assert page.locator("a[href$='.srt']").count() and page.locator("a[href$='.vtt']").count()
+    # The transcript goes on to the summarizer (the tiny random BART: any non-empty text).
+    page.click("#summarize-transcript-button")
+    summary = page.locator("#transcript-summary textarea")
+    page.wait_for_function("el => el.value.trim().length > 0", arg=summary.element_handle(), timeout=120_000)
+
+
+def test_transcribe_a_recording(page):
+    """Record from the (fake) microphone while it plays jfk.flac, stop, transcribe."""
+    page.get_by_label("Record audio").click()
+    page.locator("button.record-button").click()
+    page.wait_for_timeout(11_500)  # the clip is 11 s
+    page.locator("button.stop-button").first.click()
+    page.wait_for_timeout(1500)
+    transcript = page.locator("#transcript textarea")
+    page.click("#transcribe-button")
+    page.wait_for_function("el => el.value.toLowerCase().includes('your country')", arg=transcript.element_handle(), timeout=120_000)
 
 
 def test_summarize_pasted_text(page):

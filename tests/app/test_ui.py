@@ -1,0 +1,48 @@
+"""The web app's handlers, called as Gradio calls them: results, and bounds with clear messages."""
+
+import os
+
+import gradio as gr
+import pytest
+
+from scriba.app import ui
+
+JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
+
+
+def test_transcription_gives_language_text_rows_and_subtitles():
+    detected, text, rows, files = ui.run_transcription(JFK, "", "auto", "transcribe", True)
+    assert detected == "en" and "fellow americans" in text.lower()
+    assert rows and all(0 <= start < end <= 11.1 for start, end, _ in rows)
+    assert sorted(os.path.basename(f) for f in files) == ["jfk.srt", "jfk.vtt"]
+    assert open(files[0]).read().startswith("1\n00:00:00,000 --> ")
+
+
+def test_audio_inputs_are_bounded(tmp_path, monkeypatch):
+    with pytest.raises(gr.Error, match="Upload or record some audio first"):
+        ui.run_transcription(None, "", "auto", "transcribe", True)
+    fake = tmp_path / "song.mp3"
+    fake.write_text("not audio")
+    with pytest.raises(gr.Error, match="Cannot read this audio: could not decode"):
+        ui.run_transcription(str(fake), "", "auto", "transcribe", True)
+    with pytest.raises(gr.Error, match="could not find model"):
+        ui.run_transcription(JFK, str(tmp_path / "no-model"), "auto", "transcribe", True)
+    monkeypatch.setattr(ui, "MAX_AUDIO_SECONDS", 10)
+    with pytest.raises(gr.Error, match="The audio is 11 seconds long; this app takes up to 10 seconds"):
+        ui.run_transcription(JFK, "", "auto", "transcribe", True)
+
+
+def test_summary_inputs_are_bounded(tiny_bart, tmp_path, monkeypatch):
+    model = tiny_bart[0]
+    with pytest.raises(gr.Error, match="Paste or upload some text first"):
+        ui.run_summary("   ", None, model, 0, 0)
+    with pytest.raises(gr.Error, match="minimum length is more than the maximum"):
+        ui.run_summary("Some text.", None, model, 10, 20)
+    monkeypatch.setattr(ui, "MAX_TEXT_CHARS", 50)
+    with pytest.raises(gr.Error, match="The text has 60 characters; this app takes up to 50"):
+        ui.run_summary("x" * 60, None, model, 0, 0)
+    with pytest.raises(gr.Error, match="could not find model .*local folder"):
+        ui.run_summary("Some text.", None, str(tmp_path / "missing"), 0, 0)
+    upload = tmp_path / "article.txt"
+    upload.write_text("The cat sat on the mat. It was happy.")
+    assert ui.run_summary("", str(upload), model, 12, 0) == ui.run_summary(upload.read_text(), None, model, 12, 0)
