@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
 _PREEMPTION_MODES = ("recompute", "swap")
-_BACKENDS = ("auto", "torch")
+_BACKENDS = ("auto", "torch", "triton", "cuda")
 
 
 @dataclass
@@ -29,13 +29,15 @@ class EngineConfig:
     block_size: int = 16
     num_kv_blocks: int | None = None
     num_cpu_blocks: int | None = None
-    kv_cache_memory_fraction: float = 0.25  # of available memory, when num_kv_blocks is None
+    kv_cache_memory_fraction: float = 0.25  # CPU: of available memory, when num_kv_blocks is None
+    gpu_memory_utilization: float = 0.9  # GPU: the share of its memory for weights, activations and KV
     swap_space_gb: float = 1.0  # CPU swap pool, when num_cpu_blocks is None
     # Scheduling
     max_num_seqs: int | None = None  # decoder sequences per step: 256 on a GPU, 64 on the CPU
     max_num_batched_tokens: int = 16384
     preemption_mode: str = "recompute"
-    attention_backend: str = "auto"
+    attention_backend: str = "auto"  # "torch" anywhere; "cuda" (flash prefill + Triton) or "triton" on a GPU
+    cuda_graphs: bool = True  # on a GPU, replay decode steps from CUDA graphs (needs a Triton backend)
 
     def __post_init__(self) -> None:
         if self.dtype not in _DTYPES:
@@ -56,6 +58,8 @@ class EngineConfig:
             raise ValueError(f"num_cpu_blocks must be >= 0, got {self.num_cpu_blocks}")
         if not 0 < self.kv_cache_memory_fraction <= 1:
             raise ValueError(f"kv_cache_memory_fraction must be in (0, 1], got {self.kv_cache_memory_fraction}")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
         if self.swap_space_gb < 0:
             raise ValueError(f"swap_space_gb must be >= 0, got {self.swap_space_gb}")
         if self.device == "auto":

@@ -2,6 +2,12 @@ import os
 import sys
 
 import pytest
+import torch
+
+# Without a GPU the Triton kernels run in Triton's interpreter on CPU tensors. It must be
+# chosen before any kernel is defined, so before scriba is imported.
+if not torch.cuda.is_available():
+    os.environ["TRITON_INTERPRET"] = "1"
 
 sys.path.insert(0, os.path.dirname(__file__))
 

@@ -13,6 +13,7 @@ import torch
 from scriba.config import EngineConfig
 from scriba.engine.beam_search import BeamSearch
 from scriba.engine.block_manager import BlockManager, blocks_for
+from scriba.engine.memory import cpu_kv_blocks, gpu_kv_blocks
 from scriba.engine.generation_defaults import generation_defaults
 from scriba.engine.inputs import InputLimits, InputProcessor, PromptType
 from scriba.engine.logits_processors import build_processors
@@ -47,28 +48,33 @@ class Engine:
         eos = m.config.eos_token_id
         self.eos_token_ids: list[int] = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
 
+        self.runner = runner = ModelRunner(m, config.device, config.torch_dtype, config.block_size, config.attention_backend)
         bytes_per_block = ModelRunner.bytes_per_block(m, config.block_size, config.torch_dtype)
         full_request = blocks_for(m.max_encoder_len, config.block_size) + blocks_for(m.max_decoder_len, config.block_size)
-        num_blocks = config.num_kv_blocks or self._size_kv_pool(bytes_per_block, full_request)
+        on_gpu = runner.device.type == "cuda"
+        num_blocks = config.num_kv_blocks
+        if num_blocks is None and on_gpu:
+            num_blocks = gpu_kv_blocks(runner, bytes_per_block, full_request, config.gpu_memory_utilization, config.max_num_seqs, config.max_num_batched_tokens)
+        elif num_blocks is None:
+            num_blocks = cpu_kv_blocks(bytes_per_block, full_request, config.kv_cache_memory_fraction, config.max_num_seqs)
         num_cpu = config.num_cpu_blocks
         if num_cpu is None:
             num_cpu = min(num_blocks, int(config.swap_space_gb * 2**30) // bytes_per_block)
+        runner.allocate_kv_caches(num_blocks, num_cpu)
         self.block_manager = BlockManager(config.block_size, num_blocks, num_cpu)
         self.scheduler = Scheduler(config, self.block_manager)
-        self.runner = ModelRunner(m, config.device, config.torch_dtype, config.block_size, num_blocks, num_cpu, config.attention_backend)
+        if on_gpu and config.cuda_graphs and runner.backend.is_graph_safe:
+            runner.capture_decode_graphs(
+                min(config.max_num_seqs, 256), blocks_for(m.max_decoder_len, config.block_size), blocks_for(m.max_encoder_len, config.block_size)
+            )
         self.generator = torch.Generator(device=config.device).manual_seed(config.seed)
         self.groups: dict[str, SequenceGroup] = {}
         self._request_ids = itertools.count()
-        logger.info("KV cache: %d blocks of %d tokens (%.2f GiB); %d requests of full length fit", num_blocks, config.block_size, num_blocks * bytes_per_block / 2**30, num_blocks // full_request)
-
-    def _size_kv_pool(self, bytes_per_block: int, per_request: int) -> int:
-        """Blocks for `kv_cache_memory_fraction` of free memory, no more than max_num_seqs full requests need."""
-        if self.config.device.startswith("cuda"):
-            free = torch.cuda.mem_get_info(torch.device(self.config.device))[0]
-        else:
-            free = _available_memory()
-        by_memory = int(free * self.config.kv_cache_memory_fraction) // bytes_per_block
-        return max(per_request, min(by_memory, self.config.max_num_seqs * per_request))
+        logger.info(
+            "KV cache: %d blocks of %d tokens (%.2f GiB): %d requests of full length (%d encoder + %d decoder positions) fit; attention backend %r%s",
+            num_blocks, config.block_size, num_blocks * bytes_per_block / 2**30, num_blocks // full_request, m.max_encoder_len, m.max_decoder_len,
+            runner.backend.name, ", CUDA graphs for decode" if runner.graphs else "",
+        )
 
     # -- online API ---------------------------------------------------------------------------
     def add_request(self, request_id: str, prompt: PromptType, params: SamplingParams | None = None) -> None:
@@ -343,16 +349,6 @@ def _load_tokenizer(path: str, explicit: bool):
     except (OSError, ValueError, TypeError) as e:
         logger.warning("no tokenizer for %s (%s): text prompts are disabled, outputs carry token ids only", path, e)
         return None
-
-
-def _available_memory() -> int:
-    """Bytes of memory available to new allocations (Linux MemAvailable, else free pages)."""
-    free_pages = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    if not os.path.exists("/proc/meminfo"):
-        return free_pages
-    with open("/proc/meminfo") as f:
-        available = [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
-    return available[0] if available else free_pages
 
 
 def _progress(total: int):

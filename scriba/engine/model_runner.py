@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from scriba.engine.cuda_graphs import DecodeGraphs
 from scriba.engine.sampler import Sample, SampleRow, sample
 from scriba.engine.sequence import SequenceGroupMetadata
 from scriba.kernels import AttentionMetadata, get_backend
@@ -37,21 +38,41 @@ class StepResult:
 
 
 class ModelRunner:
-    def __init__(self, model, device: str, dtype: torch.dtype, block_size: int, num_device_blocks: int, num_cpu_blocks: int, backend: str = "auto"):
+    """Create it, size and `allocate_kv_caches`, optionally `capture_decode_graphs`, then `execute`."""
+
+    def __init__(self, model, device: str, dtype: torch.dtype, block_size: int, backend: str = "auto"):
         self.model = model
         self.device = torch.device(device)
         self.block_size = block_size
         self.dtype = dtype
         self.backend = get_backend(backend, self.device)
-        layers = model.decoder_attention_layers()
+        self.kv_caches: list[torch.Tensor] = []
+        self.cpu_caches: list[torch.Tensor] = []
+        self.graphs: DecodeGraphs | None = None
+
+    def new_kv_caches(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
+        layers = self.model.decoder_attention_layers()
         attn = layers[0][0]
-        block = (block_size, attn.num_heads, attn.head_dim)
+        block = (self.block_size, attn.num_heads, attn.head_dim)
         # Zeros, not empty: a never-written slot may be read under a zero attention weight.
-        self.kv_caches = [torch.zeros(2, num_device_blocks, *block, dtype=dtype, device=self.device) for _ in layers]
-        self.cpu_caches = [torch.zeros(2, num_cpu_blocks, *block, dtype=dtype) for _ in layers]
-        for cache, ops in zip(self.kv_caches, layers):
+        return [torch.zeros(2, num_blocks, *block, dtype=self.dtype, device=device) for _ in layers]
+
+    def bind_kv_caches(self, caches: list[torch.Tensor]) -> None:
+        for cache, ops in zip(caches, self.model.decoder_attention_layers()):
             for op in ops:  # self- and cross-attention of a layer share its cache
                 op.kv_cache = cache
+
+    def allocate_kv_caches(self, num_device_blocks: int, num_cpu_blocks: int) -> None:
+        self.kv_caches = self.new_kv_caches(num_device_blocks, self.device)
+        self.cpu_caches = self.new_kv_caches(num_cpu_blocks, "cpu")
+        self.bind_kv_caches(self.kv_caches)
+
+    def capture_decode_graphs(self, max_batch: int, max_self_blocks: int, max_cross_blocks: int, capture: bool = True) -> None:
+        """Decode-only steps of up to max_batch sequences then replay CUDA graphs (with
+        capture=False: run eagerly on the same padded buffers)."""
+        self.graphs = DecodeGraphs(self.model, self.backend, self.device, max_batch, max_self_blocks, max_cross_blocks, capture)
+        if capture:
+            self.graphs.capture_all()
 
     @staticmethod
     def bytes_per_block(model, block_size: int, dtype: torch.dtype) -> int:
@@ -74,8 +95,11 @@ class ModelRunner:
         if not prefills and not decodes:
             return StepResult({}, {})
         step = self.prepare_inputs(prefills, decodes)
-        hidden = self.model(step.input_ids, step.positions, step.meta, step.encoder_inputs, step.encoder_positions)
-        logits = self.model.compute_logits(hidden[step.sample_indices]).float()
+        if self.graphs is not None and self.graphs.fits(step.meta):
+            logits = self.graphs.run(step.input_ids, step.positions, step.meta).float()
+        else:
+            hidden = self.model(step.input_ids, step.positions, step.meta, step.encoder_inputs, step.encoder_positions)
+            logits = self.model.compute_logits(hidden[step.sample_indices]).float()
         probes = {}
         if step.probes:  # e.g. Whisper's no-speech probability at <|startoftranscript|>
             index = torch.tensor([i for _, i, _ in step.probes], device=self.device)

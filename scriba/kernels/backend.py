@@ -1,31 +1,54 @@
-"""Attention backends: the set of ops the Attention layer calls. The torch one runs anywhere."""
+"""Attention backends: the set of ops the Attention layer calls.
+
+- "torch": plain torch ops; runs anywhere; the CPU path and the oracle of the others.
+- "triton": the Triton KV-cache write and paged decode kernels, torch prefill. Runs on CUDA,
+  or on the CPU under TRITON_INTERPRET=1 (how CI tests the kernels inside the engine).
+- "cuda": flash varlen prefill (flash-attn, else PyTorch's built-in flash kernel) plus the
+  Triton kernels; what "auto" picks on a GPU.
+"""
 
 from __future__ import annotations
 
 import torch
 
-from scriba.kernels.kv_cache import write_kv_cache_ref
-from scriba.kernels.paged_attention import paged_decode_attention_ref
-from scriba.kernels.varlen_attention import varlen_attention_ref
+from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
+from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
+from scriba.kernels.triton_support import HAS_TRITON, require_triton
+from scriba.kernels.varlen_attention import varlen_attention_flash, varlen_attention_ref
 
 
 class TorchBackend:
-    """Plain torch ops: the CPU path, and the oracle the GPU kernels are tested against."""
-
     name = "torch"
-
+    is_graph_safe = False  # the reference reads lengths on the host
     varlen_attention = staticmethod(varlen_attention_ref)
     write_kv_cache = staticmethod(write_kv_cache_ref)
     paged_decode_attention = staticmethod(paged_decode_attention_ref)
 
 
-_BACKENDS = {"torch": TorchBackend}
+class TritonBackend(TorchBackend):
+    name = "triton"
+    is_graph_safe = True  # decode steps make no host synchronisation
+    write_kv_cache = staticmethod(write_kv_cache_triton)
+    paged_decode_attention = staticmethod(paged_decode_attention_triton)
+
+
+class CudaBackend(TritonBackend):
+    name = "cuda"
+    varlen_attention = staticmethod(varlen_attention_flash)
+
+
+BACKENDS = {b.name: b for b in (TorchBackend, TritonBackend, CudaBackend)}
 
 
 def get_backend(name: str, device: torch.device | str) -> TorchBackend:
-    """"auto" picks the best backend available for `device`."""
+    """"auto" picks "cuda" on a GPU with Triton installed, else "torch"."""
+    device = torch.device(device)
     if name == "auto":
-        name = "torch"
-    if name not in _BACKENDS:
-        raise ValueError(f"unknown attention backend {name!r}; available: {sorted(_BACKENDS)}")
-    return _BACKENDS[name]()
+        name = "cuda" if device.type == "cuda" and HAS_TRITON else "torch"
+    if name not in BACKENDS:
+        raise ValueError(f"unknown attention backend {name!r}; available: {sorted(BACKENDS)}")
+    if name != "torch":
+        require_triton(device)
+    if name == "cuda" and device.type != "cuda":
+        raise ValueError(f"the 'cuda' attention backend needs a CUDA device, not {device.type!r}")
+    return BACKENDS[name]()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
+
 
 def check_write_args(k: torch.Tensor, v: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
     if kv_cache.dim() != 5 or kv_cache.shape[0] != 2:
@@ -30,6 +32,57 @@ def write_kv_cache_ref(
     slots = slot_mapping.long()
     kv_cache[0].view(-1, heads, dim).index_copy_(0, slots, k)
     kv_cache[1].view(-1, heads, dim).index_copy_(0, slots, v)
+
+
+if HAS_TRITON:
+
+    @triton.jit
+    def _write_kv_kernel(
+        k_ptr, v_ptr, cache_ptr, slot_ptr,
+        num_tokens, stride_k_tok, stride_k_head, stride_v_tok, stride_v_head, stride_cache_kv,
+        head_dim, heads_x_dim,
+        TOKENS: tl.constexpr, BLOCK_HD: tl.constexpr,
+    ):
+        """Each program copies TOKENS tokens' K and V rows (all heads) to their cache slots.
+        Slot -1 is padding (CUDA-graph batches) and writes nothing."""
+        token = tl.program_id(0) * TOKENS + tl.arange(0, TOKENS)
+        slot = tl.load(slot_ptr + token, mask=token < num_tokens, other=-1).to(tl.int64)
+        i = tl.arange(0, BLOCK_HD)
+        head, d = i // head_dim, i % head_dim
+        mask = (slot[:, None] >= 0) & (i[None, :] < heads_x_dim)
+        k = tl.load(k_ptr + token[:, None] * stride_k_tok + (head * stride_k_head + d)[None, :], mask=mask)
+        v = tl.load(v_ptr + token[:, None] * stride_v_tok + (head * stride_v_head + d)[None, :], mask=mask)
+        dst = cache_ptr + slot[:, None] * heads_x_dim + i[None, :]  # the cache is contiguous: a slot is heads * dim
+        tl.store(dst, k, mask=mask)
+        tl.store(dst + stride_cache_kv, v, mask=mask)
+
+
+def write_kv_cache_triton(
+    k: torch.Tensor,  # [tokens, heads, head_dim], last dim contiguous
+    v: torch.Tensor,  # [tokens, heads, head_dim]
+    kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim], contiguous
+    slot_mapping: torch.Tensor,  # [tokens] int; -1 skips the token
+) -> None:
+    """The Triton version of `write_kv_cache_ref` (which it is tested against)."""
+    check_write_args(k, v, kv_cache, slot_mapping)
+    require_triton(kv_cache.device)
+    if k.stride(-1) != 1 or v.stride(-1) != 1:
+        raise ValueError("k and v must be contiguous in head_dim")
+    if not kv_cache.is_contiguous():
+        raise ValueError("kv_cache must be contiguous")
+    if k.dtype != kv_cache.dtype or v.dtype != kv_cache.dtype:
+        raise ValueError(f"k/v dtype {k.dtype} differs from the cache's {kv_cache.dtype}")
+    if k.shape[0] == 0:
+        return
+    heads, dim = kv_cache.shape[3:]
+    block_hd = next_power_of_2(heads * dim)
+    tokens = max(1, min(16, 8192 // block_hd))  # rows per program: 4 for Whisper large's 1280
+    _write_kv_kernel[(triton.cdiv(k.shape[0], tokens),)](
+        k, v, kv_cache, slot_mapping,
+        k.shape[0], k.stride(0), k.stride(1), v.stride(0), v.stride(1), kv_cache.stride(0),
+        dim, heads * dim,
+        TOKENS=tokens, BLOCK_HD=block_hd,
+    )
 
 
 def copy_blocks(kv_caches: list[torch.Tensor], pairs: list[tuple[int, int]]) -> None:

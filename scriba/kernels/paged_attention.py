@@ -1,9 +1,19 @@
-"""Paged decode attention: one query token per sequence over its block table. Torch reference."""
+"""Paged decode attention: one query token per sequence over its block table.
+
+The Triton kernel splits each sequence's context into partitions handled by separate
+programs and reduces their partial softmaxes (flash-decoding): a cross-attention context of
+1500 positions then fills the GPU even at small batch sizes. The torch reference is the CPU
+path and the kernel's oracle.
+"""
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
+
+from scriba.kernels.triton_support import HAS_TRITON, IS_INTERPRETED, next_power_of_2, require_triton, tl, triton
 
 
 def check_paged_args(q: torch.Tensor, kv_cache: torch.Tensor, block_tables: torch.Tensor, seq_lens: torch.Tensor) -> None:
@@ -64,3 +74,140 @@ def _attend_gathered(q, kv_cache, block_tables, seq_lens, scale) -> torch.Tensor
     v = kv_cache[1].index_select(0, index).view(shape).transpose(1, 2)
     mask = torch.arange(k.shape[2], device=q.device)[None, :] < seq_lens[:, None]
     return F.scaled_dot_product_attention(q[:, :, None, :], k, v, attn_mask=mask[:, None, None, :], scale=scale)[:, :, 0, :]
+
+
+# -- Triton -----------------------------------------------------------------------------------
+# Programs wanted per launch: enough to fill an H100's 132 SMs a few times over. The
+# interpreter runs programs one by one, so there contexts are split only as far as a test asks.
+TARGET_PROGRAMS = 16 if IS_INTERPRETED else 1024
+
+if HAS_TRITON:
+
+    @triton.jit
+    def _paged_decode_kernel(
+        q_ptr, cache_ptr, tables_ptr, lens_ptr, out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr,
+        scale, head_dim, partition, num_splits,
+        stride_q_seq, stride_q_head, stride_cache_kv, stride_cache_block, stride_cache_tok, stride_cache_head,
+        stride_table, stride_out_seq, stride_out_head,
+        BLOCK_SIZE: tl.constexpr, BLOCK_D: tl.constexpr, TILE: tl.constexpr, ONE_SPLIT: tl.constexpr,
+    ):
+        """Program (seq, head, split) attends q over positions [split * partition, +partition)
+        of the sequence; with one split it writes the output, else a partial (max, sum, acc)."""
+        seq, head, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        seq_len = tl.load(lens_ptr + seq)
+        d = tl.arange(0, BLOCK_D)
+        d_mask = d < head_dim
+        q = tl.load(q_ptr + seq * stride_q_seq + head * stride_q_head + d, mask=d_mask, other=0.0).to(tl.float32) * scale
+        running_max = tl.max(tl.full([TILE], float("-inf"), tl.float32), 0)
+        running_sum = tl.sum(tl.zeros([TILE], tl.float32), 0)
+        acc = tl.zeros([BLOCK_D], tl.float32)
+        start = split * partition
+        end = tl.minimum(start + partition, seq_len)
+        for tile_start in range(start, end, TILE):  # every tile holds at least one position
+            pos = tile_start + tl.arange(0, TILE)
+            valid = pos < end
+            block = tl.load(tables_ptr + seq * stride_table + pos // BLOCK_SIZE, mask=valid, other=0).to(tl.int64)
+            row = block * stride_cache_block + (pos % BLOCK_SIZE) * stride_cache_tok + head * stride_cache_head
+            kv_mask = valid[:, None] & d_mask[None, :]
+            k = tl.load(cache_ptr + row[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
+            scores = tl.where(valid, tl.sum(k * q[None, :], 1), float("-inf"))
+            new_max = tl.maximum(running_max, tl.max(scores, 0))
+            weights = tl.exp(scores - new_max)
+            rescale = tl.exp(running_max - new_max)
+            v = tl.load(cache_ptr + stride_cache_kv + row[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
+            acc = acc * rescale + tl.sum(weights[:, None] * v, 0)
+            running_sum = running_sum * rescale + tl.sum(weights, 0)
+            running_max = new_max
+        if ONE_SPLIT:
+            out = acc / running_sum
+            tl.store(out_ptr + seq * stride_out_seq + head * stride_out_head + d, out.to(out_ptr.dtype.element_ty), mask=d_mask)
+        else:
+            # An empty split (start >= seq_len) leaves max = -inf, sum = 0, acc = 0.
+            part = (seq * tl.num_programs(1) + head) * num_splits + split
+            tl.store(part_max_ptr + part, running_max)
+            tl.store(part_sum_ptr + part, running_sum)
+            tl.store(part_acc_ptr + part * head_dim + d, acc, mask=d_mask)
+
+    @triton.jit
+    def _reduce_splits_kernel(
+        part_max_ptr, part_sum_ptr, part_acc_ptr, out_ptr, head_dim, num_splits,
+        stride_out_seq, stride_out_head,
+        SPLITS: tl.constexpr, BLOCK_D: tl.constexpr,
+    ):
+        """Program (seq, head) merges the partial softmaxes of its splits (split 0 is never empty)."""
+        seq, head = tl.program_id(0), tl.program_id(1)
+        part = (seq * tl.num_programs(1) + head) * num_splits
+        s = tl.arange(0, SPLITS)
+        s_mask = s < num_splits
+        maxes = tl.load(part_max_ptr + part + s, mask=s_mask, other=float("-inf"))
+        sums = tl.load(part_sum_ptr + part + s, mask=s_mask, other=0.0)
+        top = tl.max(maxes, 0)
+        weights = tl.exp(maxes - top)
+        d = tl.arange(0, BLOCK_D)
+        d_mask = d < head_dim
+        accs = tl.load(part_acc_ptr + (part + s)[:, None] * head_dim + d[None, :], mask=s_mask[:, None] & d_mask[None, :], other=0.0)
+        out = tl.sum(weights[:, None] * accs, 0) / tl.sum(weights * sums, 0)
+        tl.store(out_ptr + seq * stride_out_seq + head * stride_out_head + d, out.to(out_ptr.dtype.element_ty), mask=d_mask)
+
+
+def plan_splits(num_seqs: int, num_heads: int, max_context: int, tile: int) -> tuple[int, int]:
+    """(partition, num_splits): split contexts only as far as needed to fill the GPU. It
+    depends on shapes only, never on the lengths' values, so CUDA graphs can capture it."""
+    wanted = max(1, math.ceil(TARGET_PROGRAMS / max(1, num_seqs * num_heads)))
+    partition = max(tile, math.ceil(math.ceil(max_context / wanted) / tile) * tile)
+    return partition, math.ceil(max_context / partition)
+
+
+def paged_decode_attention_triton(
+    q: torch.Tensor,  # [seqs, heads, head_dim], last dim contiguous
+    kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim], contiguous
+    block_tables: torch.Tensor,  # [seqs, max_blocks] int32
+    seq_lens: torch.Tensor,  # [seqs] int32, each in [1, max_blocks * block_size]
+    scale: float,
+    num_splits: int | None = None,  # None: plan_splits
+    out: torch.Tensor | None = None,  # [seqs, heads, head_dim] to write into (CUDA graphs, tests)
+) -> torch.Tensor:  # [seqs, heads, head_dim], q's dtype
+    """The Triton version of `paged_decode_attention_ref` (which it is tested against). No
+    host synchronisation: CUDA graphs capture it."""
+    check_paged_args(q, kv_cache, block_tables, seq_lens)
+    require_triton(q.device)
+    if q.stride(-1) != 1 or not kv_cache.is_contiguous():
+        raise ValueError("q must be contiguous in head_dim and kv_cache contiguous")
+    if block_tables.stride(-1) != 1 or block_tables.dtype not in (torch.int32, torch.int64):
+        raise ValueError("block_tables must be an int32/int64 tensor contiguous in its last dim")
+    if q.dtype != kv_cache.dtype:
+        raise ValueError(f"q dtype {q.dtype} differs from the cache's {kv_cache.dtype}")
+    num_seqs, heads, dim = q.shape
+    if out is None:
+        out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    elif out.shape != q.shape or out.dtype != q.dtype or out.stride(-1) != 1:
+        raise ValueError(f"out must be {tuple(q.shape)} {q.dtype}, contiguous in head_dim")
+    if num_seqs == 0:
+        return out
+    block_size = kv_cache.shape[2]
+    block_d = next_power_of_2(dim)
+    tile = max(16, min(64, 4096 // block_d))
+    max_context = block_tables.shape[1] * block_size
+    if num_splits is None:
+        partition, num_splits = plan_splits(num_seqs, heads, max_context, tile)
+    else:
+        partition = max(tile, math.ceil(math.ceil(max_context / num_splits) / tile) * tile)
+        num_splits = math.ceil(max_context / partition)
+    one_split = num_splits == 1
+    part_shape = (num_seqs, heads, num_splits) if not one_split else (1,)
+    part_max = torch.empty(part_shape, dtype=torch.float32, device=q.device)
+    part_sum = torch.empty(part_shape, dtype=torch.float32, device=q.device)
+    part_acc = torch.empty(*part_shape, dim if not one_split else 1, dtype=torch.float32, device=q.device)
+    _paged_decode_kernel[(num_seqs, heads, num_splits)](
+        q, kv_cache, block_tables, seq_lens, out, part_max, part_sum, part_acc,
+        scale, dim, partition, num_splits,
+        q.stride(0), q.stride(1), kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3),
+        block_tables.stride(0), out.stride(0), out.stride(1),
+        BLOCK_SIZE=block_size, BLOCK_D=block_d, TILE=tile, ONE_SPLIT=one_split,
+    )
+    if not one_split:
+        _reduce_splits_kernel[(num_seqs, heads)](
+            part_max, part_sum, part_acc, out, dim, num_splits, out.stride(0), out.stride(1),
+            SPLITS=next_power_of_2(num_splits), BLOCK_D=block_d,
+        )
+    return out

@@ -27,6 +27,8 @@ def varlen_attention_ref(
     v: torch.Tensor,  # [total_k, heads, head_dim]
     cu_seqlens_q: torch.Tensor,  # [num_seqs + 1] int32
     cu_seqlens_k: torch.Tensor,  # [num_seqs + 1] int32
+    max_seqlen_q: int,  # unused here; the flash kernels size their grid by it
+    max_seqlen_k: int,
     scale: float,
     causal: bool,
 ) -> torch.Tensor:  # [total_q, heads, head_dim]
@@ -48,3 +50,39 @@ def varlen_attention_ref(
         o = F.scaled_dot_product_attention(qi, ki, vi, attn_mask=mask, is_causal=is_causal, scale=scale)
         out[q0:q1] = o[0].transpose(0, 1)
     return out
+
+
+# -- CUDA: flash attention over packed sequences ------------------------------------------------
+try:
+    from flash_attn import flash_attn_varlen_func  # the flash-attn package, when installed
+except ImportError:
+    flash_attn_varlen_func = None
+
+FLASH_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def varlen_attention_flash(
+    q: torch.Tensor,  # [total_q, heads, head_dim], float16/bfloat16 on CUDA
+    k: torch.Tensor,
+    v: torch.Tensor,
+    cu_seqlens_q: torch.Tensor,  # [num_seqs + 1] int32
+    cu_seqlens_k: torch.Tensor,
+    max_seqlen_q: int,
+    max_seqlen_k: int,
+    scale: float,
+    causal: bool,
+) -> torch.Tensor:
+    """flash-attn's varlen kernel when the package is installed, else the same FlashAttention-2
+    kernel built into PyTorch (the aten op under torch.nn.attention.varlen). Both align the
+    causal diagonal bottom-right, as the reference does. float32 goes to the reference."""
+    check_varlen_args(q, k, v, cu_seqlens_q, cu_seqlens_k)
+    if q.dtype not in FLASH_DTYPES or q.device.type != "cuda" or q.shape[-1] % 8 or q.shape[-1] > 256:
+        return varlen_attention_ref(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale, causal)
+    if cu_seqlens_q.dtype != torch.int32 or cu_seqlens_k.dtype != torch.int32:
+        raise ValueError("cu_seqlens must be int32 for the flash kernels")
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    if flash_attn_varlen_func is not None:
+        return flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale=scale, causal=causal)
+    return torch.ops.aten._flash_attention_forward(
+        q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, 0.0, causal, False, scale=scale
+    )[0]

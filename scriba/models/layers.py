@@ -43,15 +43,16 @@ class Attention(nn.Module):
             v = v.view(-1, self.num_heads, self.head_dim)
         if self.attn_type is AttentionType.ENCODER:
             cu = meta.encoder_cu_seqlens
-            return ops.varlen_attention(q, k, v, cu, cu, self.scale, causal=False).flatten(1)
+            n = meta.encoder_max_seqlen
+            return ops.varlen_attention(q, k, v, cu, cu, n, n, self.scale, causal=False).flatten(1)
 
         num_prefill = meta.num_prefill_tokens
         out = torch.empty_like(q)
         if self.attn_type is AttentionType.DECODER:
             ops.write_kv_cache(k, v, self.kv_cache, meta.slot_mapping)
             if num_prefill:
-                cu = meta.prefill_cu_seqlens
-                out[:num_prefill] = ops.varlen_attention(q[:num_prefill], k[:num_prefill], v[:num_prefill], cu, cu, self.scale, causal=True)
+                cu, n = meta.prefill_cu_seqlens, meta.prefill_max_seqlen
+                out[:num_prefill] = ops.varlen_attention(q[:num_prefill], k[:num_prefill], v[:num_prefill], cu, cu, n, n, self.scale, causal=True)
             tables, lens = meta.decode_block_tables, meta.decode_seq_lens
         else:
             if k is not None:
@@ -60,7 +61,8 @@ class Attention(nn.Module):
                 if meta.cross_kv_index is not None:  # a request prefilling several sequences
                     k, v = k[meta.cross_kv_index], v[meta.cross_kv_index]
                 out[:num_prefill] = ops.varlen_attention(
-                    q[:num_prefill], k, v, meta.prefill_cu_seqlens, meta.cross_cu_seqlens_k, self.scale, causal=False
+                    q[:num_prefill], k, v, meta.prefill_cu_seqlens, meta.cross_cu_seqlens_k,
+                    meta.prefill_max_seqlen, meta.cross_max_seqlen_k, self.scale, causal=False,
                 )
             tables, lens = meta.cross_block_tables, meta.cross_seq_lens
         if meta.num_decode_tokens:

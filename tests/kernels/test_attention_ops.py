@@ -53,7 +53,7 @@ def test_varlen_matches_dense(seed, kind):
     torch.manual_seed(seed)
     q = torch.randn(sum(q_lens), HEADS, DIM)
     k, v = torch.randn(2, sum(k_lens), HEADS, DIM)
-    out = varlen_attention_ref(q, k, v, cu(q_lens), cu(k_lens), DIM**-0.5, causal)
+    out = varlen_attention_ref(q, k, v, cu(q_lens), cu(k_lens), max(q_lens), max(k_lens), DIM**-0.5, causal)
     ref = dense_attention(q, k, v, dense_mask(q_lens, k_lens, causal), DIM**-0.5)
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
 
@@ -115,7 +115,7 @@ def test_copy_and_swap_blocks():
 def test_launchers_reject_bad_shapes():
     q = torch.randn(5, HEADS, DIM)
     with pytest.raises(ValueError, match="cu_seqlens"):
-        varlen_attention_ref(q, q, q, cu([5]), cu([2, 3]), 1.0, False)
+        varlen_attention_ref(q, q, q, cu([5]), cu([2, 3]), 5, 3, 1.0, False)
     with pytest.raises(ValueError, match="kv_cache"):
         paged_decode_attention_ref(q, torch.zeros(2, 2, 4, HEADS, DIM + 1), torch.zeros(5, 1, dtype=torch.int32), torch.ones(5), 1.0)
     with pytest.raises(ValueError, match="slot_mapping"):

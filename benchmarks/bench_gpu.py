@@ -1,0 +1,247 @@
+"""Scriba's GPU path vs transformers generate() on random-weight models of real shapes.
+
+Two workloads, in one run, on the same weights (float16, sdpa for transformers):
+
+1. whisper-large-v3's shape (32+32 layers, d_model 1280, 128 mel bins): `--batch` 30 s
+   windows, exactly `--new-tokens` new tokens each (`ignore_eos`; transformers:
+   min_new_tokens = max_new_tokens), language and task given, no timestamps.
+2. bart-large's shape (12+12 layers, d_model 1024): `--batch` inputs of 200-1000 tokens,
+   the same number of new tokens.
+
+For each: wall time, tokens/s, real-time factor (Whisper: seconds of audio per second),
+the median decode step (a step of the full batch, prefills done) against the memory floor
+(bytes of decoder weights + the KV the step reads, over the measured device copy bandwidth),
+and the ratio to transformers. transformers' generate() here is GenerationMixin's, batched;
+its decode step is (wall - encoder time) / new tokens.
+
+    python benchmarks/bench_gpu.py --out benchmarks/results/gpu_h100.txt   # on a GPU
+    python benchmarks/bench_gpu.py --tiny --device cpu --batch 4 --new-tokens 8   # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+from transformers import BartConfig, BartForConditionalGeneration, GenerationMixin, WhisperConfig, WhisperForConditionalGeneration
+
+from scriba import Engine, SamplingParams
+from scriba.kernels.varlen_attention import varlen_attention_flash, varlen_attention_ref
+
+SHAPES = {
+    "whisper": dict(d_model=1280, encoder_layers=32, decoder_layers=32, encoder_attention_heads=20, decoder_attention_heads=20,
+                    encoder_ffn_dim=5120, decoder_ffn_dim=5120, num_mel_bins=128, vocab_size=51866),
+    "bart": dict(d_model=1024, encoder_layers=12, decoder_layers=12, encoder_attention_heads=16, decoder_attention_heads=16,
+                 encoder_ffn_dim=4096, decoder_ffn_dim=4096, vocab_size=50265),
+}
+TINY = dict(d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128)
+# <|startoftranscript|> <|en|> <|transcribe|> <|notimestamps|> in the large-v3 vocabulary
+WHISPER_PROMPT = [50258, 50259, 50360, 50364]
+
+
+def log(line: str = "") -> None:
+    print(line, flush=True)
+    LINES.append(line)
+
+
+LINES: list[str] = []
+
+
+def sync(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
+def copy_bandwidth(device) -> float:
+    """Bytes/s of a large device-to-device copy (read + write counted)."""
+    n = 2**28 if torch.device(device).type == "cuda" else 2**24
+    src = torch.empty(n, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    sync(device)
+    start = time.perf_counter()
+    for _ in range(10):
+        dst.copy_(src)
+    sync(device)
+    return 10 * 2 * src.numel() * 4 / (time.perf_counter() - start)
+
+
+def make_model(kind: str, folder: str, tiny: bool, dtype) -> torch.nn.Module:
+    torch.manual_seed(0)
+    shape = {**SHAPES[kind], **(TINY if tiny else {})}
+    if kind == "whisper":
+        config = WhisperConfig(**shape, max_source_positions=1500, max_target_positions=448, decoder_start_token_id=50258,
+                               eos_token_id=50257, pad_token_id=50257, bos_token_id=50257)
+        model = WhisperForConditionalGeneration(config)
+    else:
+        config = BartConfig(**shape, max_position_embeddings=1024)
+        model = BartForConditionalGeneration(config)
+    model.save_pretrained(folder)
+    return model.to(dtype)
+
+
+def decoder_bytes(model) -> int:
+    """Weights a decode step reads: the decoder stack and the output projection."""
+    decoder = model.model.decoder
+    size = sum(p.numel() * p.element_size() for p in decoder.parameters())
+    head = model.get_output_embeddings().weight
+    if head.data_ptr() != decoder.embed_tokens.weight.data_ptr():
+        size += head.numel() * head.element_size()
+    return size
+
+
+def kv_bytes_per_step(model, encoder_lens: list[int], decoder_len: int, dtype) -> int:
+    """K and V read by one decode step: every layer's self (decoder_len) and cross (encoder) rows."""
+    c = model.config
+    per_row = c.decoder_layers * 2 * c.d_model * torch.empty((), dtype=dtype).element_size()
+    return per_row * sum(n + decoder_len for n in encoder_lens)
+
+
+def scriba_run(engine: Engine, prompts, new_tokens: int, device) -> tuple[float, float, list[list[int]]]:
+    """(wall seconds, median full-batch decode step seconds, token ids)."""
+    params = SamplingParams(max_tokens=new_tokens, min_tokens=new_tokens, ignore_eos=True)  # EOS never chosen, as min_new_tokens
+    sync(device)
+    start = time.perf_counter()
+    for i, p in enumerate(prompts):
+        engine.add_request(str(i), p, params)
+    steps, outputs = [], {}
+    while engine.has_unfinished_requests():
+        t0 = time.perf_counter()
+        advanced = engine.step()
+        sync(device)
+        elapsed = time.perf_counter() - t0
+        for out in advanced:
+            outputs[out.request_id] = out
+        # A decode step of the full batch: every request advanced, none of them from its prompt.
+        if len(advanced) == len(prompts) and min(len(o.outputs[0].token_ids) for o in advanced) >= 2:
+            steps.append(elapsed)
+    wall = time.perf_counter() - start
+    decode = statistics.median(steps) if steps else float("nan")
+    return wall, decode, [outputs[str(i)].outputs[0].token_ids for i in range(len(prompts))]
+
+
+def hf_run(model, new_tokens: int, device, encoder_call, **inputs) -> tuple[float, float, torch.Tensor]:
+    """(wall seconds, per-token decode seconds, sequences) of batched greedy generate()."""
+    sync(device)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        encoder_call()
+    sync(device)
+    encoder = time.perf_counter() - start
+    start = time.perf_counter()
+    with torch.inference_mode():
+        out = GenerationMixin.generate(
+            model, **inputs, do_sample=False, num_beams=1, min_new_tokens=new_tokens, max_new_tokens=new_tokens, forced_eos_token_id=None
+        )
+    sync(device)
+    wall = time.perf_counter() - start
+    return wall, max(wall - encoder, 0.0) / new_tokens, out
+
+
+def report(name, batch, new_tokens, s_wall, s_step, h_wall, h_step, floor, agree, audio_seconds=None) -> None:
+    tokens = batch * new_tokens
+    log(f"## {name}: batch {batch}, {new_tokens} new tokens each")
+    log(f"Scriba       {s_wall:8.3f} s  {tokens / s_wall:9.0f} tok/s" + (f"  real-time factor {audio_seconds / s_wall:8.0f}" if audio_seconds else ""))
+    log(f"transformers {h_wall:8.3f} s  {tokens / h_wall:9.0f} tok/s" + (f"  real-time factor {audio_seconds / h_wall:8.0f}" if audio_seconds else ""))
+    log(f"ratio (Scriba / transformers throughput): {h_wall / s_wall:.2f}x")
+    log(f"decode step: Scriba {s_step * 1e3:.2f} ms, transformers {h_step * 1e3:.2f} ms, floor {floor * 1e3:.2f} ms -> Scriba at {s_step / floor:.2f}x the floor")
+    log(f"greedy tokens identical to transformers: {agree}/{batch} sequences (float16 numerics may differ on random weights)")
+    log()
+
+
+def bench_whisper(args, folder, bandwidth) -> None:
+    dtype = getattr(torch, args.dtype)
+    hf = make_model("whisper", folder, args.tiny, dtype).to(args.device).eval()
+    engine = Engine(folder, device=args.device, dtype=args.dtype, max_num_seqs=max(args.batch, 1))
+    torch.manual_seed(1)
+    mels = hf.config.num_mel_bins
+    features = torch.randn(args.batch, mels, 3000).mul(0.5)
+    prompts = [{"input_features": f.numpy(), "language": "en", "task": "transcribe", "timestamps": False} for f in features]
+    scriba_run(engine, prompts[: min(4, args.batch)], 4, args.device)  # warm-up
+    s_wall, s_step, s_tokens = scriba_run(engine, prompts, args.new_tokens, args.device)
+    feats = features.to(args.device, dtype)
+    prompt = torch.tensor([WHISPER_PROMPT] * args.batch, device=args.device)
+    run = lambda n: hf_run(hf, n, args.device, lambda: hf.model.encoder(feats), input_features=feats, decoder_input_ids=prompt)  # noqa: E731
+    run(2)  # warm-up
+    h_wall, h_step, h_out = run(args.new_tokens)
+    h_tokens = h_out[:, len(WHISPER_PROMPT) :].tolist()
+    agree = sum(a == b for a, b in zip(s_tokens, h_tokens))
+    floor = (decoder_bytes(hf) + kv_bytes_per_step(hf, [1500] * args.batch, len(WHISPER_PROMPT) + args.new_tokens // 2, dtype)) / bandwidth
+    report("whisper-large-v3 shape" if not args.tiny else "tiny Whisper", args.batch, args.new_tokens, s_wall, s_step, h_wall, h_step, floor, agree, 30.0 * args.batch)
+    del engine, hf
+
+
+def bench_bart(args, folder, bandwidth) -> None:
+    dtype = getattr(torch, args.dtype)
+    hf = make_model("bart", folder, args.tiny, dtype).to(args.device).eval()
+    engine = Engine(folder, device=args.device, dtype=args.dtype, max_num_seqs=max(args.batch, 1))
+    gen = torch.Generator().manual_seed(2)
+    lengths = torch.randint(200, 1001, (args.batch,), generator=gen).tolist()
+    inputs = [torch.randint(4, hf.config.vocab_size, (n,), generator=gen).tolist() for n in lengths]
+    prompts = [{"prompt_token_ids": ids} for ids in inputs]
+    scriba_run(engine, prompts[: min(4, args.batch)], 4, args.device)
+    s_wall, s_step, s_tokens = scriba_run(engine, prompts, args.new_tokens, args.device)
+    ids = torch.full((args.batch, max(lengths)), hf.config.pad_token_id)
+    mask = torch.zeros_like(ids)
+    for i, row in enumerate(inputs):
+        ids[i, : len(row)], mask[i, : len(row)] = torch.tensor(row), 1
+    ids, mask = ids.to(args.device), mask.to(args.device)
+    start = [[hf.config.decoder_start_token_id, hf.config.bos_token_id]] * args.batch
+    prompt = torch.tensor(start, device=args.device)
+    run = lambda n: hf_run(hf, n, args.device, lambda: hf.model.encoder(input_ids=ids, attention_mask=mask), input_ids=ids, attention_mask=mask, decoder_input_ids=prompt)  # noqa: E731
+    run(2)
+    h_wall, h_step, h_out = run(args.new_tokens)
+    h_tokens = h_out[:, 2:].tolist()
+    agree = sum(a == b for a, b in zip(s_tokens, h_tokens))
+    floor = (decoder_bytes(hf) + kv_bytes_per_step(hf, lengths, 2 + args.new_tokens // 2, dtype)) / bandwidth
+    report("bart-large shape" if not args.tiny else "tiny BART", args.batch, args.new_tokens, s_wall, s_step, h_wall, h_step, floor, agree)
+    del engine, hf
+
+
+def flash_check(device) -> None:
+    """The prefill kernel the GPU path uses, against the reference, on packed random sequences."""
+    if torch.device(device).type != "cuda":
+        log("flash varlen prefill: not on a GPU, the reference runs instead")
+        return
+    lens = [1, 7, 300, 1500, 64]
+    cu = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32, device=device)
+    q, k, v = torch.randn(3, sum(lens), 20, 64, device=device, dtype=torch.float16)
+    for causal in (False, True):
+        out = varlen_attention_flash(q, k, v, cu, cu, max(lens), max(lens), 0.125, causal)
+        ref = varlen_attention_ref(q.float(), k.float(), v.float(), cu, cu, max(lens), max(lens), 0.125, causal)
+        log(f"flash varlen prefill vs reference (causal={causal}): max abs error {(out.float() - ref).abs().max().item():.1e}")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--dtype", default=None, help="float16 on a GPU, float32 on the CPU")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--new-tokens", type=int, default=128)
+    parser.add_argument("--models", default="whisper,bart")
+    parser.add_argument("--tiny", action="store_true", help="tiny shapes (a smoke run of this script)")
+    parser.add_argument("--out", help="also write the report to this file")
+    args = parser.parse_args(argv)
+    args.dtype = args.dtype or ("float16" if args.device.startswith("cuda") else "float32")
+    name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "CPU"
+    bandwidth = copy_bandwidth(args.device)
+    log(f"# bench_gpu on {name}: torch {torch.__version__}, {args.dtype}; measured copy bandwidth {bandwidth / 1e9:.0f} GB/s")
+    log(f"command: python benchmarks/bench_gpu.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    flash_check(args.device)
+    log()
+    for kind in args.models.split(","):
+        with tempfile.TemporaryDirectory() as folder:
+            {"whisper": bench_whisper, "bart": bench_bart}[kind](args, folder, bandwidth)
+        if args.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(LINES) + "\n")
+
+
+if __name__ == "__main__":
+    main()

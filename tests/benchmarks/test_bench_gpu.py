@@ -1,0 +1,18 @@
+"""benchmarks/bench_gpu.py stays runnable: a tiny-shape run on this machine, tokens checked."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+
+import bench_gpu  # noqa: E402
+
+
+def test_tiny_run_reports_both_models_with_identical_tokens(capsys, tmp_path):
+    out = tmp_path / "report.txt"
+    bench_gpu.LINES.clear()
+    bench_gpu.main(["--tiny", "--device", "cpu", "--batch", "3", "--new-tokens", "6", "--out", str(out)])
+    report = out.read_text()
+    assert report.count("greedy tokens identical to transformers: 3/3 sequences") == 2
+    assert "## tiny Whisper" in report and "## tiny BART" in report and report.count("x the floor") == 2
+    assert "real-time factor" in report
