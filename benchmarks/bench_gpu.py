@@ -27,6 +27,7 @@ import tempfile
 import time
 
 import torch
+from bench_bart import pad_batch
 from transformers import BartConfig, BartForConditionalGeneration, GenerationMixin, WhisperConfig, WhisperForConditionalGeneration
 
 from scriba import Engine, SamplingParams
@@ -185,11 +186,7 @@ def bench_bart(args, folder, bandwidth) -> None:
     prompts = [{"prompt_token_ids": ids} for ids in inputs]
     scriba_run(engine, prompts[: min(4, args.batch)], 4, args.device)
     s_wall, s_step, s_tokens = scriba_run(engine, prompts, args.new_tokens, args.device)
-    ids = torch.full((args.batch, max(lengths)), hf.config.pad_token_id)
-    mask = torch.zeros_like(ids)
-    for i, row in enumerate(inputs):
-        ids[i, : len(row)], mask[i, : len(row)] = torch.tensor(row), 1
-    ids, mask = ids.to(args.device), mask.to(args.device)
+    ids, mask = (t.to(args.device) for t in pad_batch(inputs))  # pads with BART's pad id, 1
     start = [[hf.config.decoder_start_token_id, hf.config.bos_token_id]] * args.batch
     prompt = torch.tensor(start, device=args.device)
     run = lambda n: hf_run(hf, n, args.device, lambda: hf.model.encoder(input_ids=ids, attention_mask=mask), input_ids=ids, attention_mask=mask, decoder_input_ids=prompt)  # noqa: E731
