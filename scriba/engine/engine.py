@@ -228,7 +228,7 @@ class Engine:
             language_probability=language_prob,
             no_speech_prob=group.probe_value,
             request_id=group.request_id,
-            prompt=inputs.decoder_prompt if inputs.decoder_prompt is not None else self._decode(inputs.decoder_token_ids, False),
+            prompt=self._prompt_text(group),
             prompt_token_ids=list(inputs.decoder_token_ids),
             encoder_prompt=inputs.encoder_prompt,
             encoder_prompt_token_ids=list(inputs.encoder_token_ids),
@@ -238,26 +238,33 @@ class Engine:
 
     def _completions(self, group: SequenceGroup) -> list[CompletionOutput]:
         params = group.params
+        skip = params.skip_special_tokens
         completions = []
         for i, seq in enumerate(group.seqs):
-            ids = seq.output_token_ids
-            if params.logprobs is not None and self.tokenizer is not None:
-                for top in seq.logprobs:
-                    for tid, lp in top.items():
-                        if lp.decoded_token is None:
-                            lp.decoded_token = self.tokenizer.decode([tid])
+            finished = seq.status.is_finished
+            if finished and params.logprobs is not None:
+                self._name_logprob_tokens(seq)
             completions.append(
                 CompletionOutput(
                     index=i,
-                    text=self._decode(ids, params.skip_special_tokens),
-                    token_ids=list(ids),
+                    token_ids=seq.output_token_ids,
                     cumulative_logprob=seq.cumulative_logprob,
                     logprobs=list(seq.logprobs) if params.logprobs is not None else None,
-                    finish_reason=seq.status.value if seq.status.is_finished else None,
+                    finish_reason=seq.status.value if finished else None,
                     stop_reason=seq.stop_reason,
+                    detokenize=lambda ids, skip=skip: self._decode(ids, skip),
                 )
             )
         return completions
+
+    def _name_logprob_tokens(self, seq) -> None:
+        """Fill `decoded_token` of a finished sequence's log-probs, once."""
+        if self.tokenizer is None:
+            return
+        for top in seq.logprobs:
+            for tid, lp in top.items():
+                if lp.decoded_token is None:
+                    lp.decoded_token = self.tokenizer.decode([tid])
 
     def _beam_completions(self, group: SequenceGroup) -> list[CompletionOutput]:
         """The best finished hypotheses, best first; `score` is transformers' sequences_scores."""
@@ -268,15 +275,21 @@ class Engine:
             completions.append(
                 CompletionOutput(
                     index=i,
-                    text=self._decode(ids, params.skip_special_tokens),
                     token_ids=ids,
                     cumulative_logprob=hyp.score * (len(hyp.token_ids) - group.beam.prompt_len) ** params.length_penalty,
                     logprobs=None,
                     finish_reason="stop" if hyp.is_eos else "length",
                     score=hyp.score,
+                    detokenize=lambda ids, skip=params.skip_special_tokens: self._decode(ids, skip),
                 )
             )
         return completions
+
+    def _prompt_text(self, group: SequenceGroup) -> str:
+        """The decoder prompt as text: as given, or decoded once per request."""
+        if group.inputs.decoder_prompt is None:
+            group.inputs.decoder_prompt = self._decode(group.inputs.decoder_token_ids, False)
+        return group.inputs.decoder_prompt
 
     def _decode(self, ids: list[int], skip_special_tokens: bool) -> str:
         if self.tokenizer is None:

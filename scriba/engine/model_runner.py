@@ -13,6 +13,7 @@ import torch
 from scriba.engine.cuda_graphs import DecodeGraphs
 from scriba.engine.sampler import Sample, SampleRow, sample
 from scriba.engine.sequence import SequenceGroupMetadata
+from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, get_backend
 from scriba.kernels.kv_cache import copy_blocks, swap_blocks
 
@@ -49,6 +50,7 @@ class ModelRunner:
         self.kv_caches: list[torch.Tensor] = []
         self.cpu_caches: list[torch.Tensor] = []
         self.graphs: DecodeGraphs | None = None
+        self.history = TokenHistory(model.max_decoder_len, self.device)
 
     def new_kv_caches(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
         layers = self.model.decoder_attention_layers()
@@ -100,13 +102,15 @@ class ModelRunner:
         else:
             hidden = self.model(step.input_ids, step.positions, step.meta, step.encoder_inputs, step.encoder_positions)
             logits = self.model.compute_logits(hidden[step.sample_indices]).float()
-        probes = {}
+        extra = None
         if step.probes:  # e.g. Whisper's no-speech probability at <|startoftranscript|>
             index = torch.tensor([i for _, i, _ in step.probes], device=self.device)
             probs = self.model.compute_logits(hidden[index]).float().softmax(dim=-1)
-            probes = {rid: probs[k, token].item() for k, (rid, _, token) in enumerate(step.probes)}
+            extra = probs.gather(1, torch.tensor([[t] for _, _, t in step.probes], device=self.device))[:, 0]
         rows = [self._sample_row(group, seq_id) for group, seq_id in step.rows]
-        results = sample(logits, rows)
+        history = _memo(lambda: self.history.rows([(seq_id, row.token_ids) for (_, seq_id), row in zip(step.rows, rows)])[0])
+        results, values = sample(logits, rows, history, extra=extra)
+        probes = {rid: v for (rid, _, _), v in zip(step.probes, values)}
         return StepResult({seq_id: samples for (_, seq_id), samples in zip(step.rows, results)}, probes)
 
     @staticmethod
@@ -207,6 +211,18 @@ class ModelRunner:
             rows=rows,
             probes=probes,
         )
+
+
+def _memo(fn):
+    """fn, computed on the first call only."""
+    cache = []
+
+    def once():
+        if not cache:
+            cache.append(fn())
+        return cache[0]
+
+    return once
 
 
 def _pad_tables(tables: list[list[int]], device: torch.device) -> torch.Tensor:

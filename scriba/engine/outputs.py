@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 
 @dataclass
@@ -14,16 +15,25 @@ class Logprob:
 
 @dataclass
 class CompletionOutput:
-    """One decoder sequence of a request: its generated tokens (after the decoder prompt)."""
+    """One decoder sequence of a request: its generated tokens (after the decoder prompt).
+
+    `text` is detokenized when first read (the engine never decodes text on its own)."""
 
     index: int
-    text: str
     token_ids: list[int]
     cumulative_logprob: float
     logprobs: list[dict[int, Logprob]] | None
     finish_reason: str | None = None  # "stop" | "length" | "abort" | None while running
     stop_reason: int | None = None  # the stop token id, when one ended it
     score: float | None = None  # beam search: sum of log-probs / length ** length_penalty
+    detokenize: Callable[[list[int]], str] | None = field(default=None, repr=False, compare=False)
+    _text: str | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self.detokenize(self.token_ids) if self.detokenize is not None else ""
+        return self._text
 
     @property
     def finished(self) -> bool:

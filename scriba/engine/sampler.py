@@ -1,17 +1,21 @@
-"""From logits to tokens: processors, then greedy or temperature / top-k / top-p sampling.
+"""From logits to tokens for a whole step: processors, then greedy or sampled picks, batched.
 
-Log-probs are taken after the logits processors and before temperature and truncation,
-as transformers' `output_scores` are under greedy decoding.
+Log-probs are taken after the logits processors and before temperature and truncation, as
+transformers' `output_scores` are under greedy decoding. Sampling draws by the exponential
+race (argmax of p / E, E ~ Exp(1)), which picks token i with probability p_i: every row's
+noise comes from its request's own generator (seeded requests) or the engine's, so a seeded
+request's draws do not depend on the batch. Everything the host needs (tokens, log-probs,
+ranks, top log-probs, probes) comes back in one transfer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
-from scriba.engine.logits_processors import LogitsProcessor
+from scriba.engine.logits_processors import LogitsProcessor, StepRows, apply_processors
 from scriba.engine.outputs import Logprob
 from scriba.engine.sampling_params import SamplingParams
 
@@ -24,7 +28,7 @@ class SampleRow:
     num_generated: int
     params: SamplingParams
     processors: list[LogitsProcessor]
-    generator: Any = None  # torch.Generator or None
+    generator: Any = None  # the request's torch.Generator (seeded), or None: the engine's
     num_samples: int = 1
 
 
@@ -35,60 +39,115 @@ class Sample:
     top_logprobs: dict[int, Logprob] | None
 
 
-def sample(logits: torch.Tensor, rows: list[SampleRow]) -> list[list[Sample] | torch.Tensor]:
-    """logits: [num_rows, vocab] float32. Returns, per row, `num_samples` samples; for a beam
-    search row, its processed log-probs [vocab] (the processors run on log-probs there, as in
-    transformers' beam search), from which the engine picks the beams."""
-    for i, row in enumerate(rows):
-        if row.params.use_beam_search:
-            logits[i] = torch.log_softmax(logits[i], dim=-1)
-        for processor in row.processors:
-            logits[i] = processor(row.token_ids, row.num_generated, logits[i])
-    logprobs = torch.log_softmax(logits, dim=-1)
-    greedy = logits.argmax(dim=-1).tolist()
-    results = []
-    for i, row in enumerate(rows):
-        if row.params.use_beam_search:
-            results.append(logits[i].clone())
-            continue
-        if row.params.is_greedy:
-            tokens = [greedy[i]] * row.num_samples
-        else:
-            tokens = _draw(logits[i], row)
-        results.append([_describe(logprobs[i], t, row.params.logprobs) for t in tokens])
-    return results
+def sample(
+    logits: torch.Tensor,  # [num_rows, vocab] float32, processed in place
+    rows: list[SampleRow],
+    history: Callable[[], torch.Tensor],  # -> the rows' tokens [num_rows, width], PAD past a length
+    generator: torch.Generator | None = None,  # for rows without their own
+    extra: torch.Tensor | None = None,  # [k] float values to bring back in the same transfer
+) -> tuple[list[list[Sample] | torch.Tensor], list[float]]:
+    """Per row, `num_samples` samples, or for a beam-search row its processed log-probs
+    [vocab] (the processors run on log-probs there, as in transformers' beam search); and
+    `extra` as floats."""
+    dev = logits.device
+    beam = [i for i, row in enumerate(rows) if row.params.use_beam_search]
+    if beam:
+        b = torch.tensor(beam, device=dev)
+        logits[b] = torch.log_softmax(logits[b], dim=-1)
+    step = StepRows([len(r.token_ids) for r in rows], [r.num_generated for r in rows], history)
+    apply_processors(logits, [r.processors for r in rows], step)
+    owners = [i for i, row in enumerate(rows) if not row.params.use_beam_search for _ in range(row.num_samples)]
+    parts, num_top = _picks(logits, rows, owners, generator) if owners else ([], 0)
+    if extra is not None:
+        parts.append(extra.double())
+    values = torch.cat(parts).tolist() if parts else []  # the one device -> host transfer
+    results: list[list[Sample] | torch.Tensor] = [[] for _ in rows]
+    if beam:
+        processed = logits[b]
+        for k, i in enumerate(beam):
+            results[i] = processed[k]
+    for k, (i, s) in enumerate(zip(owners, _unpack(values, owners, num_top, rows))):
+        results[i].append(s)
+    return results, values[len(values) - (0 if extra is None else extra.numel()) :]
 
 
-def truncate(scores: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
-    """Mask (to -inf) all but the top-k, then all but the top-p mass of a [vocab] row."""
-    if 0 < top_k < scores.shape[-1]:
-        kth = torch.topk(scores, top_k).values[-1]
+def _picks(logits, rows: list[SampleRow], owners: list[int], generator) -> tuple[list[torch.Tensor], int]:
+    """Tokens for the outputs (`owners`: the row of each), their log-probs, and when asked
+    for, their ranks and the top log-probs, as float64 pieces of the transfer."""
+    dev = logits.device
+    whole = owners == list(range(len(rows)))
+    scores = logits if whole else logits[torch.tensor(owners, device=dev)]
+    tokens = scores.argmax(dim=-1)
+    drawn = [k for k, i in enumerate(owners) if not rows[i].params.is_greedy]
+    if drawn:
+        at = torch.tensor(drawn, device=dev)
+        tokens[at] = _draw(scores[at], [rows[owners[k]] for k in drawn], generator)
+    lse = scores.logsumexp(dim=-1)
+    chosen = scores.gather(1, tokens[:, None])[:, 0]
+    parts = [tokens.double(), (chosen - lse).double()]
+    wanted = [rows[i].params.logprobs for i in owners]
+    num_top = max((w or 0 for w in wanted), default=0)
+    if any(w is not None for w in wanted):
+        parts.append(((scores > chosen[:, None]).sum(dim=-1) + 1).double())
+    if num_top:
+        top_values, top_ids = torch.topk(scores, num_top, dim=-1)
+        parts += [(top_values - lse[:, None]).double().flatten(), top_ids.double().flatten()]
+    return parts, num_top
+
+
+def _draw(scores: torch.Tensor, rows: list[SampleRow], generator) -> torch.Tensor:
+    """One token for each row of scores [len(rows), vocab], by its request's settings."""
+    dev = scores.device
+    temperature = torch.tensor([r.params.temperature for r in rows], device=dev)[:, None]
+    top_k, top_p = [r.params.top_k for r in rows], [r.params.top_p for r in rows]
+    probs = truncate(scores / temperature, top_k, top_p).softmax(dim=-1)
+    noise = torch.empty_like(probs)
+    by_generator: dict[int, tuple[Any, list[int]]] = {}
+    for k, row in enumerate(rows):
+        gen = row.generator if row.generator is not None else generator
+        by_generator.setdefault(id(gen), (gen, []))[1].append(k)
+    for gen, ks in by_generator.values():
+        part = torch.empty((len(ks), probs.shape[1]), device=dev).exponential_(generator=gen)
+        noise[torch.tensor(ks, device=dev)] = part
+    return (probs / noise).argmax(dim=-1)
+
+
+def truncate(scores: torch.Tensor, top_k: int | list[int], top_p: float | list[float]) -> torch.Tensor:
+    """Mask (to -inf) all but the top-k, then all but the top-p mass, of each row of scores
+    [rows, vocab] (or one row [vocab]); top_k / top_p: one per row, or one for all."""
+    if scores.dim() == 1:
+        return truncate(scores[None], top_k, top_p)[0]
+    rows, vocab = scores.shape
+    top_k = [top_k] * rows if isinstance(top_k, int) else list(top_k)
+    top_p = [top_p] * rows if isinstance(top_p, (int, float)) else list(top_p)
+    k = [t if 0 < t < vocab else vocab for t in top_k]
+    if any(t < vocab for t in k):  # decided on the host: no synchronisation
+        kth_index = torch.tensor(k, device=scores.device)[:, None] - 1
+        kth = torch.sort(scores, dim=-1, descending=True).values.gather(1, kth_index)
         scores = scores.masked_fill(scores < kth, -float("inf"))
-    if top_p < 1.0:
+    if any(p < 1.0 for p in top_p):
         # Drop the least likely tokens whose total mass stays within 1 - top_p (keep >= 1).
         sorted_scores, order = torch.sort(scores, descending=False)
         cumulative = sorted_scores.softmax(dim=-1).cumsum(dim=-1)
-        drop = cumulative <= 1 - top_p
-        drop[-1] = False
-        scores = scores.masked_fill(drop.scatter(0, order, drop), -float("inf"))
+        drop = cumulative <= 1 - torch.tensor(top_p, device=scores.device)[:, None]
+        drop[:, -1] = False
+        scores = scores.masked_fill(drop.scatter(1, order, drop), -float("inf"))
     return scores
 
 
-def _draw(logits: torch.Tensor, row: SampleRow) -> list[int]:
-    params = row.params
-    probs = truncate(logits / params.temperature, params.top_k, params.top_p).softmax(dim=-1)
-    drawn = torch.multinomial(probs, row.num_samples, replacement=True, generator=row.generator)
-    return drawn.tolist()
-
-
-def _describe(logprobs: torch.Tensor, token_id: int, num_top: int | None) -> Sample:
-    chosen = logprobs[token_id].item()
-    if num_top is None:
-        return Sample(token_id, chosen, None)
-    top: dict[int, Logprob] = {}
-    if num_top > 0:
-        values, ids = torch.topk(logprobs, num_top)
-        top = {t: Logprob(v, rank=r + 1) for r, (t, v) in enumerate(zip(ids.tolist(), values.tolist()))}
-    if token_id not in top:
-        top[token_id] = Logprob(chosen, rank=int((logprobs > chosen).sum().item()) + 1)
-    return Sample(token_id, chosen, top)
+def _unpack(values: list[float], owners: list[int], num_top: int, rows: list[SampleRow]) -> list[Sample]:
+    """The samples, in `owners` order, from the transferred values (see `_picks`)."""
+    n = len(owners)
+    ranks_at = 2 * n + (n if any(rows[i].params.logprobs is not None for i in owners) else 0)
+    top_values, top_ids = values[ranks_at : ranks_at + n * num_top], values[ranks_at + n * num_top :]
+    samples = []
+    for k, i in enumerate(owners):
+        token, logprob, wanted = int(values[k]), values[n + k], rows[i].params.logprobs
+        described = None
+        if wanted is not None:
+            at = slice(k * num_top, k * num_top + wanted)
+            described = {int(t): Logprob(v, rank=r + 1) for r, (t, v) in enumerate(zip(top_ids[at], top_values[at]))}
+            if token not in described:
+                described[token] = Logprob(logprob, rank=int(values[2 * n + k]))
+        samples.append(Sample(token, logprob, described))
+    return samples

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from scriba.engine.logits_processors import ForceToken, LogitsProcessor
+from scriba.engine.logits_processors import ForceToken, LogitsProcessor, ban, index, select
 
 TASKS = ("transcribe", "translate")
 
@@ -83,73 +83,103 @@ def plan_decoder_prompt(tokens, language: str | None, task: str, timestamps: boo
     return prompt, plan
 
 
-class RestrictTo:
+class RestrictTo(LogitsProcessor):
     """At one decoder length, keep only `token_ids` (the language tokens, for detection)."""
 
+    order = 90
+
     def __init__(self, token_ids: list[int], at_length: int):
-        self.token_ids = token_ids
+        self.token_ids = tuple(token_ids)
         self.at_length = at_length
 
-    def __call__(self, token_ids: list[int], num_generated: int, logits: torch.Tensor) -> torch.Tensor:
-        if len(token_ids) == self.at_length:
-            keep = logits[self.token_ids].clone()
-            logits.fill_(-math.inf)
-            logits[self.token_ids] = keep
-        return logits
+    @classmethod
+    def apply(cls, logits, rows, procs, step) -> None:
+        at = select(rows, procs, lambda r, p: step.lengths[r] == p.at_length, lambda p: p.token_ids)
+        for ids, group in at.items():
+            r, keep = index(group, logits.device)[:, None], index(ids, logits.device)[None, :]
+            kept = logits[r, keep]
+            logits.index_fill_(0, r[:, 0], -math.inf)
+            logits[r, keep] = kept
 
 
-class SuppressFrom:
-    """Suppress `token_ids` at every step from `begin` on (only at `begin` with `only_at_begin`)."""
+class SuppressAtBegin(LogitsProcessor):
+    """Suppress `token_ids` at the first freely chosen token only (at decoder length `begin`)."""
 
-    def __init__(self, token_ids: list[int], begin: int, only_at_begin: bool = False):
-        self.token_ids = token_ids
+    order = 70
+
+    def __init__(self, token_ids: list[int], begin: int):
+        self.token_ids = tuple(token_ids)
         self.begin = begin
-        self.only_at_begin = only_at_begin
 
-    def __call__(self, token_ids: list[int], num_generated: int, logits: torch.Tensor) -> torch.Tensor:
-        n = len(token_ids)
-        if n == self.begin or (n > self.begin and not self.only_at_begin):
-            logits[self.token_ids] = -math.inf
-        return logits
+    @classmethod
+    def apply(cls, logits, rows, procs, step) -> None:
+        for ids, group in select(rows, procs, lambda r, p: step.lengths[r] == p.begin, lambda p: p.token_ids).items():
+            ban(logits, group, ids)
 
 
-class TimestampRules:
+class SuppressFrom(LogitsProcessor):
+    """Suppress `token_ids` at every step from decoder length `begin` on."""
+
+    order = 75
+
+    def __init__(self, token_ids: list[int], begin: int):
+        self.token_ids = tuple(token_ids)
+        self.begin = begin
+
+    @classmethod
+    def apply(cls, logits, rows, procs, step) -> None:
+        for ids, group in select(rows, procs, lambda r, p: step.lengths[r] >= p.begin, lambda p: p.token_ids).items():
+            ban(logits, group, ids)
+
+
+class TimestampRules(LogitsProcessor):
     """Whisper's timestamp grammar: timestamps come in pairs (except right before <|endoftext|>),
     never decrease, the first token is a timestamp no later than `max_initial_index`, and a
     timestamp is forced when the timestamps' total probability beats every text token."""
 
+    order = 80
+
     def __init__(self, tokens, begin: int):
-        self.eot = tokens.eot
-        self.no_timestamps = tokens.no_timestamps
-        self.timestamp_begin = tokens.timestamp_begin
-        self.max_initial_index = tokens.max_initial_timestamp_index
+        self.layout = (tokens.eot, tokens.no_timestamps, tokens.timestamp_begin, tokens.max_initial_timestamp_index)
         self.begin = begin
 
-    def __call__(self, token_ids: list[int], num_generated: int, logits: torch.Tensor) -> torch.Tensor:
-        if len(token_ids) < self.begin:
-            return logits
-        ts = self.timestamp_begin
-        logits[self.no_timestamps] = -math.inf
-        seq = token_ids[self.begin :]
-        last_was_ts = len(seq) >= 1 and seq[-1] >= ts
-        penultimate_was_ts = len(seq) < 2 or seq[-2] >= ts
-        if last_was_ts:
-            if penultimate_was_ts:  # a pair just closed: text (or eot) next
-                logits[ts:] = -math.inf
-            else:  # an open pair: a timestamp or eot next
-                logits[: self.eot] = -math.inf
-        stamps = [t for t in seq if t >= ts]
-        if stamps:  # never go back in time; after a closed pair, strictly forward
-            lowest = stamps[-1] if last_was_ts and not penultimate_was_ts else stamps[-1] + 1
-            logits[ts:lowest] = -math.inf
-        if not seq:
-            logits[:ts] = -math.inf
-            if self.max_initial_index is not None:
-                logits[ts + self.max_initial_index + 1 :] = -math.inf
-        logprobs = torch.log_softmax(logits.float(), dim=-1)
-        if logprobs[ts:].logsumexp(dim=-1) > logprobs[:ts].max():
-            logits[:ts] = -math.inf
-        return logits
+    @classmethod
+    def apply(cls, logits, rows, procs, step) -> None:
+        begin_of = {r: p.begin for r, p in zip(rows, procs)}
+        for layout, group in select(rows, procs, lambda r, p: step.lengths[r] >= p.begin, lambda p: p.layout).items():
+            _timestamp_rules(logits, group, [begin_of[r] for r in group], layout, step)
+
+
+def _timestamp_rules(logits, rows: list[int], begins: list[int], layout, step) -> None:
+    """The rules for `rows` (each generating from decoder index `begins[i]`), batched."""
+    eot, no_timestamps, ts, max_initial = layout
+    dev, vocab = logits.device, logits.shape[1]
+    r = index(rows, dev)
+    lengths = index((step.lengths[i] for i in rows), dev)
+    begin = index(begins, dev)
+    tokens = step.history()[r]  # [n, width], PAD past each length
+    num = lengths - begin  # tokens generated after the prompt and the control tokens
+    at = lambda k: tokens.gather(1, (lengths - k).clamp(min=0)[:, None])[:, 0]  # noqa: E731
+    last_ts = (num >= 1) & (at(1) >= ts)
+    penult_ts = (num < 2) | (at(2) >= ts)
+    pos = torch.arange(tokens.shape[1], device=dev)[None, :]
+    stamps = (tokens >= ts) & (pos >= begin[:, None])
+    latest = torch.where(stamps, tokens, -1).amax(dim=1)  # timestamps never decrease
+    first = num == 0
+    # Banned: [0, text_end) | [ts, ts_floor) | [ts_ceiling, vocab), per row.
+    text_end = torch.where(last_ts & ~penult_ts, eot, torch.where(first, ts, 0))
+    ts_floor = torch.where(latest >= 0, latest + (~(last_ts & ~penult_ts)).long(), 0)
+    ceiling = vocab if max_initial is None else ts + max_initial + 1
+    ts_ceiling = torch.where(last_ts & penult_ts, ts, torch.where(first, ceiling, vocab))
+    cols = torch.arange(vocab, device=dev)[None, :]
+    banned = (cols < text_end[:, None]) | ((cols >= ts) & (cols < ts_floor[:, None]))
+    banned |= cols >= ts_ceiling[:, None]
+    banned[:, no_timestamps] = True
+    sub = logits[r].masked_fill_(banned, -math.inf)
+    logprobs = torch.log_softmax(sub.float(), dim=-1)
+    timestamp_wins = logprobs[:, ts:].logsumexp(dim=-1) > logprobs[:, :ts].amax(dim=-1)
+    sub.masked_fill_(timestamp_wins[:, None] & (cols < ts), -math.inf)
+    logits[r] = sub
 
 
 def build_whisper_processors(tokens, plan: AudioPlan) -> list[LogitsProcessor]:
@@ -157,7 +187,7 @@ def build_whisper_processors(tokens, plan: AudioPlan) -> list[LogitsProcessor]:
     begin = plan.sample_begin
     processors: list[LogitsProcessor] = []
     if tokens.begin_suppress_tokens:
-        processors.append(SuppressFrom(tokens.begin_suppress_tokens, begin, only_at_begin=True))
+        processors.append(SuppressAtBegin(tokens.begin_suppress_tokens, begin))
     if tokens.suppress_tokens:
         processors.append(SuppressFrom(tokens.suppress_tokens, begin))
     if plan.timestamps:
@@ -171,7 +201,7 @@ def build_whisper_processors(tokens, plan: AudioPlan) -> list[LogitsProcessor]:
 
 def spoken_language(tokens, inputs, seq) -> tuple[str | None, float | None]:
     """(language code, its probability among the languages when detected) of a request."""
-    id_to_lang = {i: code for code, i in tokens.lang_to_id.items()}
+    id_to_lang = tokens.id_to_lang
     if not tokens.is_multilingual:
         return "en", None
     plan = inputs.audio_plan

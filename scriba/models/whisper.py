@@ -7,6 +7,7 @@ stack). The output projection is tied to the decoder's token embedding; k_proj h
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import torch
@@ -36,6 +37,10 @@ class WhisperTokens:
     @property
     def timestamp_begin(self) -> int:
         return self.no_timestamps + 1
+
+    @functools.cached_property
+    def id_to_lang(self) -> dict[int, str]:
+        return {i: code for code, i in self.lang_to_id.items()}
 
     @classmethod
     def from_configs(cls, config, generation_config) -> "WhisperTokens":
