@@ -16,6 +16,7 @@ from scriba.engine.sequence import SequenceGroupMetadata
 from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, get_backend
 from scriba.kernels.kv_cache import copy_blocks, swap_blocks
+from scriba.kernels.paged_attention import plan_decode
 
 
 @dataclass
@@ -201,6 +202,9 @@ class ModelRunner:
             cross_block_tables=_pad_tables(cross_tables, dev) if decodes else None,
             cross_seq_lens=cu(cross_lens) if decodes else None,
         )
+        if decodes and self.backend.name == "torch":  # read runs in place: plan once per step
+            meta.decode_plan = plan_decode(decode_tables, decode_lens, self.block_size)
+            meta.cross_plan = plan_decode(cross_tables, cross_lens, self.block_size)
         return StepInputs(
             input_ids=ints(input_ids),
             positions=ints(positions),

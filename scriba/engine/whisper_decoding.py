@@ -151,35 +151,41 @@ class TimestampRules(LogitsProcessor):
 
 
 def _timestamp_rules(logits, rows: list[int], begins: list[int], layout, step) -> None:
-    """The rules for `rows` (each generating from decoder index `begins[i]`), batched."""
+    """The rules for `rows` (each generating from decoder index `begins[i]`), batched. Each
+    row bans [0, text_end) of the text and [floor, ceiling) is what stays of the timestamps."""
     eot, no_timestamps, ts, max_initial = layout
     dev, vocab = logits.device, logits.shape[1]
-    r = index(rows, dev)
+    whole = rows == list(range(logits.shape[0]))  # then work on the logits in place
+    r = None if whole else index(rows, dev)
+    sub = logits if whole else logits[r]
     lengths = index((step.lengths[i] for i in rows), dev)
     begin = index(begins, dev)
-    tokens = step.history()[r]  # [n, width], PAD past each length
+    tokens = step.history() if whole else step.history()[r]  # [n, width], PAD past each length
     num = lengths - begin  # tokens generated after the prompt and the control tokens
     at = lambda k: tokens.gather(1, (lengths - k).clamp(min=0)[:, None])[:, 0]  # noqa: E731
     last_ts = (num >= 1) & (at(1) >= ts)
     penult_ts = (num < 2) | (at(2) >= ts)
+    open_pair, closed_pair, first = last_ts & ~penult_ts, last_ts & penult_ts, num == 0
     pos = torch.arange(tokens.shape[1], device=dev)[None, :]
-    stamps = (tokens >= ts) & (pos >= begin[:, None])
-    latest = torch.where(stamps, tokens, -1).amax(dim=1)  # timestamps never decrease
-    first = num == 0
-    # Banned: [0, text_end) | [ts, ts_floor) | [ts_ceiling, vocab), per row.
-    text_end = torch.where(last_ts & ~penult_ts, eot, torch.where(first, ts, 0))
-    ts_floor = torch.where(latest >= 0, latest + (~(last_ts & ~penult_ts)).long(), 0)
+    latest = torch.where((tokens >= ts) & (pos >= begin[:, None]), tokens, -1).amax(dim=1)
+    floor = torch.where(latest >= 0, latest + (~open_pair).long(), ts)  # never back in time
     ceiling = vocab if max_initial is None else ts + max_initial + 1
-    ts_ceiling = torch.where(last_ts & penult_ts, ts, torch.where(first, ceiling, vocab))
-    cols = torch.arange(vocab, device=dev)[None, :]
-    banned = (cols < text_end[:, None]) | ((cols >= ts) & (cols < ts_floor[:, None]))
-    banned |= cols >= ts_ceiling[:, None]
-    banned[:, no_timestamps] = True
-    sub = logits[r].masked_fill_(banned, -math.inf)
-    logprobs = torch.log_softmax(sub.float(), dim=-1)
-    timestamp_wins = logprobs[:, ts:].logsumexp(dim=-1) > logprobs[:, :ts].amax(dim=-1)
-    sub.masked_fill_(timestamp_wins[:, None] & (cols < ts), -math.inf)
-    logits[r] = sub
+    ceiling = torch.where(closed_pair, ts, torch.where(first, ceiling, vocab))
+    stamps = sub[:, ts:]
+    cols = torch.arange(ts, vocab, device=dev)[None, :]
+    stamps.masked_fill_((cols < floor[:, None]) | (cols >= ceiling[:, None]), -math.inf)
+    sub[:, no_timestamps] = -math.inf
+    # A timestamp is forced when the timestamps' total probability beats every text token:
+    # compared on the logits (both sides of log_softmax shift by the same normaliser).
+    text = sub[:, :ts]
+    text_end = torch.where(open_pair, eot, torch.where(first, ts, 0))
+    best_text = torch.where(text_end == 0, text.amax(dim=-1), sub[:, eot:ts].amax(dim=-1))
+    best_text = best_text.masked_fill(first, -math.inf)
+    timestamp_wins = stamps.logsumexp(dim=-1) > best_text
+    limit = torch.where(timestamp_wins, ts, text_end)
+    text.masked_fill_(torch.arange(ts, device=dev)[None, :] < limit[:, None], -math.inf)
+    if not whole:
+        logits[r] = sub
 
 
 def build_whisper_processors(tokens, plan: AudioPlan) -> list[LogitsProcessor]:

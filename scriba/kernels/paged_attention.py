@@ -9,6 +9,7 @@ path and the kernel's oracle.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -30,39 +31,91 @@ def check_paged_args(q: torch.Tensor, kv_cache: torch.Tensor, block_tables: torc
 MIN_BLOCKS_IN_PLACE = 8
 
 
+@dataclass
+class RunBatch:
+    """Sequences whose tables are adjacent runs of equal length: blocks [first, first +
+    num_runs * run_blocks) of the cache, read in place as one batch [num_runs, run_blocks]."""
+
+    first: int
+    run_blocks: int
+    queries: list[list[int]]  # per run, the query rows that read it (beams share a run)
+    lengths: list[int]  # per run, its context length
+
+
+@dataclass
+class DecodePlan:
+    """How the torch path reads a step's paged contexts: batches of runs, read in place, and
+    the remaining rows, gathered into one padded batch."""
+
+    batches: list[RunBatch]
+    gathered: list[int]
+
+
+def plan_decode(tables: list[list[int]], lengths: list[int], block_size: int) -> DecodePlan:
+    """Rows sharing a table (the same run) become one run with several queries; runs of
+    equal length that follow each other in the cache go into one batch."""
+    runs: dict[tuple[int, int, int], list[int]] = {}  # (first block, blocks, length) -> rows
+    gathered = []
+    for row, (table, n) in enumerate(zip(tables, lengths)):
+        blocks = table[: -(-n // block_size)]
+        first = blocks[0]
+        if len(blocks) >= MIN_BLOCKS_IN_PLACE and blocks[-1] - first == len(blocks) - 1 and blocks == list(range(first, first + len(blocks))):
+            runs.setdefault((first, len(blocks), n), []).append(row)
+        else:
+            gathered.append(row)
+    batches: list[RunBatch] = []
+    for first, count, n in sorted(runs):
+        last = batches[-1] if batches else None
+        if last and last.run_blocks == count and last.first + len(last.queries) * count == first:
+            last.queries.append(runs[first, count, n])
+            last.lengths.append(n)
+        else:
+            batches.append(RunBatch(first, count, [runs[first, count, n]], [n]))
+    return DecodePlan(batches, gathered)
+
+
 def paged_decode_attention_ref(
     q: torch.Tensor,  # [seqs, heads, head_dim]
     kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim]
     block_tables: torch.Tensor,  # [seqs, max_blocks] int
     seq_lens: torch.Tensor,  # [seqs] int, >= 1
     scale: float,
+    plan: DecodePlan | None = None,  # from plan_decode (the model runner makes it once a step)
 ) -> torch.Tensor:  # [seqs, heads, head_dim]
-    """Long tables of consecutive blocks (cross-attention tables are allocated as runs) are
-    read as slices of the cache, one sequence at a time, with no copy. The other sequences'
-    blocks are gathered into one padded batch, masked by length."""
+    """Tables that are runs of consecutive blocks (cross-attention tables are allocated as
+    runs) are read in place, a batch of adjacent equal runs per call, with no copy. The
+    other sequences' blocks are gathered into one padded batch, masked by length."""
     check_paged_args(q, kv_cache, block_tables, seq_lens)
-    block_size = kv_cache.shape[2]
+    if plan is None:
+        plan = plan_decode(block_tables.tolist(), seq_lens.tolist(), kv_cache.shape[2])
     out = torch.empty_like(q)
-    gathered: list[int] = []
-    for i, (table, n) in enumerate(zip(block_tables.tolist(), seq_lens.tolist())):
-        blocks = table[: -(-n // block_size)]
-        first = blocks[0]
-        if len(blocks) >= MIN_BLOCKS_IN_PLACE and blocks == list(range(first, first + len(blocks))):
-            out[i] = _attend_slice(q[i], kv_cache[:, first : first + len(blocks)], n, scale)
-        else:
-            gathered.append(i)
-    if gathered:
-        index = torch.tensor(gathered, device=q.device)
+    for batch in plan.batches:
+        _attend_runs(q, kv_cache, batch, scale, out)
+    if plan.gathered:
+        index = torch.tensor(plan.gathered, device=q.device)
         out[index] = _attend_gathered(q[index], kv_cache, block_tables[index], seq_lens[index], scale)
     return out
 
 
-def _attend_slice(q: torch.Tensor, kv: torch.Tensor, n: int, scale: float) -> torch.Tensor:
-    """q [heads, dim] over the first n positions of kv [2, blocks, block_size, heads, dim]."""
-    heads, dim = q.shape
-    k = kv[0].reshape(-1, heads, dim)[:n].transpose(0, 1)[None]  # [1, heads, n, dim]
-    v = kv[1].reshape(-1, heads, dim)[:n].transpose(0, 1)[None]
-    return F.scaled_dot_product_attention(q[None, :, None, :], k, v, scale=scale)[0, :, 0, :]
+def _attend_runs(q: torch.Tensor, kv_cache: torch.Tensor, batch: RunBatch, scale: float, out: torch.Tensor) -> None:
+    """One SDPA call over a batch of runs, viewed in place as [runs, heads, positions, dim]."""
+    _, heads, dim = q.shape
+    num_runs, width = len(batch.queries), batch.run_blocks * kv_cache.shape[2]
+    span = kv_cache[:, batch.first : batch.first + num_runs * batch.run_blocks]
+    k, v = (span[i].reshape(num_runs, width, heads, dim).transpose(1, 2) for i in (0, 1))
+    most = max(len(rows) for rows in batch.queries)
+    rows = [r for rows in batch.queries for r in rows]
+    slots = [i * most + j for i, rows in enumerate(batch.queries) for j in range(len(rows))]
+    dev = q.device
+    queries = q.new_zeros(num_runs * most, heads, dim)
+    queries[torch.tensor(slots, device=dev)] = q[torch.tensor(rows, device=dev)]
+    queries = queries.view(num_runs, most, heads, dim).transpose(1, 2)  # [runs, heads, most, dim]
+    mask = None
+    if any(n < width for n in batch.lengths):
+        mask = (torch.arange(width, device=dev)[None, :] < torch.tensor(batch.lengths, device=dev)[:, None])[:, None, None, :]
+    attended = F.scaled_dot_product_attention(queries, k, v, attn_mask=mask, scale=scale)
+    attended = attended.transpose(1, 2).reshape(num_runs * most, heads, dim)
+    out[torch.tensor(rows, device=dev)] = attended[torch.tensor(slots, device=dev)]
 
 
 def _attend_gathered(q, kv_cache, block_tables, seq_lens, scale) -> torch.Tensor:
@@ -166,6 +219,7 @@ def paged_decode_attention_triton(
     scale: float,
     num_splits: int | None = None,  # None: plan_splits
     out: torch.Tensor | None = None,  # [seqs, heads, head_dim] to write into (CUDA graphs, tests)
+    plan: DecodePlan | None = None,  # the torch path's; unused here
 ) -> torch.Tensor:  # [seqs, heads, head_dim], q's dtype
     """The Triton version of `paged_decode_attention_ref` (which it is tested against). No
     host synchronisation: CUDA graphs capture it."""

@@ -53,7 +53,7 @@ class Attention(nn.Module):
             if num_prefill:
                 cu, n = meta.prefill_cu_seqlens, meta.prefill_max_seqlen
                 out[:num_prefill] = ops.varlen_attention(q[:num_prefill], k[:num_prefill], v[:num_prefill], cu, cu, n, n, self.scale, causal=True)
-            tables, lens = meta.decode_block_tables, meta.decode_seq_lens
+            tables, lens, plan = meta.decode_block_tables, meta.decode_seq_lens, meta.decode_plan
         else:
             if k is not None:
                 ops.write_kv_cache(k, v, self.kv_cache, meta.cross_slot_mapping)
@@ -64,9 +64,9 @@ class Attention(nn.Module):
                     q[:num_prefill], k, v, meta.prefill_cu_seqlens, meta.cross_cu_seqlens_k,
                     meta.prefill_max_seqlen, meta.cross_max_seqlen_k, self.scale, causal=False,
                 )
-            tables, lens = meta.cross_block_tables, meta.cross_seq_lens
+            tables, lens, plan = meta.cross_block_tables, meta.cross_seq_lens, meta.cross_plan
         if meta.num_decode_tokens:
-            out[num_prefill:] = ops.paged_decode_attention(q[num_prefill:], self.kv_cache, tables, lens, self.scale)
+            out[num_prefill:] = ops.paged_decode_attention(q[num_prefill:], self.kv_cache, tables, lens, self.scale, plan=plan)
         return out.flatten(1)
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from scriba.kernels.kv_cache import copy_blocks, swap_blocks, write_kv_cache_ref
-from scriba.kernels.paged_attention import paged_decode_attention_ref
+from scriba.kernels.paged_attention import paged_decode_attention_ref, plan_decode
 from scriba.kernels.varlen_attention import varlen_attention_ref
 
 HEADS, DIM = 4, 16
@@ -120,3 +120,48 @@ def test_launchers_reject_bad_shapes():
         paged_decode_attention_ref(q, torch.zeros(2, 2, 4, HEADS, DIM + 1), torch.zeros(5, 1, dtype=torch.int32), torch.ones(5), 1.0)
     with pytest.raises(ValueError, match="slot_mapping"):
         write_kv_cache_ref(q, q, torch.zeros(2, 2, 4, HEADS, DIM), torch.tensor([0, 1]))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_paged_decode_reads_adjacent_runs_in_batches(seed):
+    """Cross-attention-like tables: runs of consecutive blocks, some adjacent (one batch),
+    some shared by several query rows (beams), some apart, beside scattered tables; NaN
+    everywhere unwritten. Every row equals the dense per-sequence reference."""
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    bs, run_len = 16, rng.choice([150, 160, 1500])
+    run_blocks = -(-run_len // bs)
+    num_runs = rng.randint(2, 6)
+    cache = torch.full((2, (num_runs + 2) * run_blocks + 40, bs, HEADS, DIM), float("nan"))
+    firsts = [i * run_blocks for i in range(num_runs)]
+    firsts[-1] += run_blocks  # a gap before the last run: it goes in a batch of its own
+    tables, lengths, dense = [], [], []
+    for first in firsts:
+        n = run_len - rng.choice([0, 0, 3])
+        kv = torch.randn(2, n, HEADS, DIM)
+        table = list(range(first, first + run_blocks))
+        cache[:, first : first + run_blocks] = 0.0
+        write_kv_cache_ref(kv[0], kv[1], cache, torch.tensor([table[0] * bs + p for p in range(n)]))
+        for _ in range(rng.choice([1, 1, 3])):  # rows sharing the run
+            tables.append(table), lengths.append(n), dense.append(kv)
+    scattered = list(range(cache.shape[1] - 40, cache.shape[1]))
+    rng.shuffle(scattered)
+    for n in (5, 33):
+        table = [scattered.pop() for _ in range(-(-n // bs))]
+        kv = torch.randn(2, n, HEADS, DIM)
+        for b in table:
+            cache[:, b] = 0.0
+        write_kv_cache_ref(kv[0], kv[1], cache, torch.tensor([table[p // bs] * bs + p % bs for p in range(n)]))
+        tables.append(table), lengths.append(n), dense.append(kv)
+    order = list(range(len(tables)))
+    rng.shuffle(order)
+    tables, lengths, dense = [tables[i] for i in order], [lengths[i] for i in order], [dense[i] for i in order]
+    width = max(map(len, tables))
+    padded = torch.tensor([t + [t[0]] * (width - len(t)) for t in tables], dtype=torch.int32)
+    plan = plan_decode(padded.tolist(), lengths, bs)
+    assert max(len(b.queries) for b in plan.batches) == num_runs - 1 and len(plan.gathered) == 2
+    q = torch.randn(len(tables), HEADS, DIM)
+    out = paged_decode_attention_ref(q, cache, padded, torch.tensor(lengths, dtype=torch.int32), DIM**-0.5, plan)
+    for i, (kv, n) in enumerate(zip(dense, lengths)):
+        ref = dense_attention(q[i : i + 1], kv[0], kv[1], torch.ones(1, n, dtype=torch.bool), DIM**-0.5)
+        torch.testing.assert_close(out[i : i + 1], ref, atol=1e-5, rtol=1e-5)
