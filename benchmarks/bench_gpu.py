@@ -21,6 +21,7 @@ its decode step is (wall - encoder time) / new tokens.
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import tempfile
@@ -71,18 +72,22 @@ def copy_bandwidth(device) -> float:
     return 10 * 2 * src.numel() * 4 / (time.perf_counter() - start)
 
 
-def make_model(kind: str, folder: str, tiny: bool, dtype) -> torch.nn.Module:
+def make_model(kind: str, folder: str, tiny: bool, dtype, device) -> torch.nn.Module:
+    """Random weights, initialised on the device (a CPU init of 1.5B parameters takes a minute),
+    saved in `dtype` for the engine to load."""
     torch.manual_seed(0)
     shape = {**SHAPES[kind], **(TINY if tiny else {})}
-    if kind == "whisper":
-        config = WhisperConfig(**shape, max_source_positions=1500, max_target_positions=448, decoder_start_token_id=50258,
-                               eos_token_id=50257, pad_token_id=50257, bos_token_id=50257)
-        model = WhisperForConditionalGeneration(config)
-    else:
-        config = BartConfig(**shape, max_position_embeddings=1024)
-        model = BartForConditionalGeneration(config)
+    with torch.device(device):
+        if kind == "whisper":
+            config = WhisperConfig(**shape, max_source_positions=1500, max_target_positions=448, decoder_start_token_id=50258,
+                                   eos_token_id=50257, pad_token_id=50257, bos_token_id=50257)
+            model = WhisperForConditionalGeneration(config)
+        else:
+            config = BartConfig(**shape, max_position_embeddings=1024)
+            model = BartForConditionalGeneration(config)
+    model = model.to(dtype)
     model.save_pretrained(folder)
-    return model.to(dtype)
+    return model
 
 
 def decoder_bytes(model) -> int:
@@ -143,60 +148,114 @@ def hf_run(model, new_tokens: int, device, encoder_call, **inputs) -> tuple[floa
     return wall, max(wall - encoder, 0.0) / new_tokens, out
 
 
-def report(name, batch, new_tokens, s_wall, s_step, h_wall, h_step, floor, agree, audio_seconds=None) -> None:
+def profile_decode(engine: Engine, prompts, device, steps: int = 20) -> float:
+    """Exposed host time per decode step (s): a torch profiler over `steps` full-batch decode
+    steps; step wall time minus the device's busy time. Prints the top kernels."""
+    params = SamplingParams(max_tokens=steps + 8, min_tokens=steps + 8, ignore_eos=True)
+    for i, p in enumerate(prompts):
+        engine.add_request(f"profile-{i}", p, params)
+    while min((len(o.outputs[0].token_ids) for o in engine.step()), default=0) < 2:
+        pass  # until every request is past its prefill
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if torch.device(device).type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as prof:
+        sync(device)
+        start = time.perf_counter()
+        for _ in range(steps):
+            engine.step()
+        sync(device)
+        wall = (time.perf_counter() - start) / steps
+    events = prof.key_averages()
+    busy = sum(getattr(e, "self_device_time_total", 0) for e in events) * 1e-6 / steps
+    log(f"profile of {steps} decode steps: {wall * 1e3:.2f} ms per step, device busy {busy * 1e3:.2f} ms, exposed host {(wall - busy) * 1e3:.2f} ms")
+    log("```")
+    log(events.table(sort_by="self_device_time_total", row_limit=12, max_name_column_width=60))
+    log(events.table(sort_by="self_cpu_time_total", row_limit=12, max_name_column_width=60))
+    log("```")
+    while engine.has_unfinished_requests():
+        engine.step()
+    return max(wall - busy, 0.0)
+
+
+def free(device) -> None:
+    gc.collect()
+    if torch.device(device).type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def report(name, batch, new_tokens, scriba, hf, floor, audio_seconds=None) -> None:
+    """scriba: (wall, step, host or None); hf: (wall, step, agreeing sequences) or None."""
     tokens = batch * new_tokens
+    rtf = lambda wall: f"  real-time factor {audio_seconds / wall:8.0f}" if audio_seconds else ""  # noqa: E731
     log(f"## {name}: batch {batch}, {new_tokens} new tokens each")
-    log(f"Scriba       {s_wall:8.3f} s  {tokens / s_wall:9.0f} tok/s" + (f"  real-time factor {audio_seconds / s_wall:8.0f}" if audio_seconds else ""))
-    log(f"transformers {h_wall:8.3f} s  {tokens / h_wall:9.0f} tok/s" + (f"  real-time factor {audio_seconds / h_wall:8.0f}" if audio_seconds else ""))
-    log(f"ratio (Scriba / transformers throughput): {h_wall / s_wall:.2f}x")
-    log(f"decode step: Scriba {s_step * 1e3:.2f} ms, transformers {h_step * 1e3:.2f} ms, floor {floor * 1e3:.2f} ms -> Scriba at {s_step / floor:.2f}x the floor")
-    log(f"greedy tokens identical to transformers: {agree}/{batch} sequences (float16 numerics may differ on random weights)")
+    log(f"Scriba       {scriba[0]:8.3f} s  {tokens / scriba[0]:9.0f} tok/s" + rtf(scriba[0]))
+    if hf:
+        log(f"transformers {hf[0]:8.3f} s  {tokens / hf[0]:9.0f} tok/s" + rtf(hf[0]))
+        log(f"ratio (Scriba / transformers throughput): {hf[0] / scriba[0]:.2f}x")
+    theirs = f", transformers {hf[1] * 1e3:.2f} ms" if hf else ""
+    log(f"decode step: Scriba {scriba[1] * 1e3:.2f} ms{theirs}, floor {floor * 1e3:.2f} ms -> Scriba at {scriba[1] / floor:.2f}x the floor")
+    if scriba[2] is not None:
+        log(f"exposed host time per decode step: {scriba[2] * 1e3:.2f} ms")
+    if hf:
+        log(f"greedy tokens identical to transformers: {hf[2]}/{batch} sequences (float16 numerics may differ on random weights)")
     log()
+
+
+def run_scriba(args, folder, prompts) -> tuple[float, float, float | None, list[list[int]]]:
+    """(wall, decode step, exposed host time or None, tokens); the engine is freed after."""
+    engine = Engine(folder, device=args.device, dtype=args.dtype, max_num_seqs=max(args.batch, 1))
+    scriba_run(engine, prompts[: min(4, args.batch)], 4, args.device)  # warm-up
+    wall, step, tokens = scriba_run(engine, prompts, args.new_tokens, args.device)
+    host = profile_decode(engine, prompts, args.device) if args.profile else None
+    del engine
+    free(args.device)  # both KV caches do not fit beside each other
+    return wall, step, host, tokens
 
 
 def bench_whisper(args, folder, bandwidth) -> None:
     dtype = getattr(torch, args.dtype)
-    hf = make_model("whisper", folder, args.tiny, dtype).to(args.device).eval()
-    engine = Engine(folder, device=args.device, dtype=args.dtype, max_num_seqs=max(args.batch, 1))
+    hf = make_model("whisper", folder, args.tiny, dtype, args.device).eval()
     torch.manual_seed(1)
-    mels = hf.config.num_mel_bins
-    features = torch.randn(args.batch, mels, 3000).mul(0.5)
+    features = torch.randn(args.batch, hf.config.num_mel_bins, 3000).mul(0.5)
     prompts = [{"input_features": f.numpy(), "language": "en", "task": "transcribe", "timestamps": False} for f in features]
-    scriba_run(engine, prompts[: min(4, args.batch)], 4, args.device)  # warm-up
-    s_wall, s_step, s_tokens = scriba_run(engine, prompts, args.new_tokens, args.device)
-    feats = features.to(args.device, dtype)
-    prompt = torch.tensor([WHISPER_PROMPT] * args.batch, device=args.device)
-    run = lambda n: hf_run(hf, n, args.device, lambda: hf.model.encoder(feats), input_features=feats, decoder_input_ids=prompt)  # noqa: E731
-    run(2)  # warm-up
-    h_wall, h_step, h_out = run(args.new_tokens)
-    h_tokens = h_out[:, len(WHISPER_PROMPT) :].tolist()
-    agree = sum(a == b for a, b in zip(s_tokens, h_tokens))
+    s_wall, s_step, host, s_tokens = run_scriba(args, folder, prompts)
+    hf_result = None
+    if not args.skip_transformers:
+        feats = features.to(args.device, dtype)
+        prompt = torch.tensor([WHISPER_PROMPT] * args.batch, device=args.device)
+        run = lambda n: hf_run(hf, n, args.device, lambda: hf.model.encoder(feats), input_features=feats, decoder_input_ids=prompt)  # noqa: E731
+        run(2)  # warm-up
+        h_wall, h_step, h_out = run(args.new_tokens)
+        agree = sum(a == b for a, b in zip(s_tokens, h_out[:, len(WHISPER_PROMPT) :].tolist()))
+        hf_result = (h_wall, h_step, agree)
     floor = (decoder_bytes(hf) + kv_bytes_per_step(hf, [1500] * args.batch, len(WHISPER_PROMPT) + args.new_tokens // 2, dtype)) / bandwidth
-    report("whisper-large-v3 shape" if not args.tiny else "tiny Whisper", args.batch, args.new_tokens, s_wall, s_step, h_wall, h_step, floor, agree, 30.0 * args.batch)
-    del engine, hf
+    name = "whisper-large-v3 shape" if not args.tiny else "tiny Whisper"
+    report(name, args.batch, args.new_tokens, (s_wall, s_step, host), hf_result, floor, 30.0 * args.batch)
+    del hf
+    free(args.device)
 
 
 def bench_bart(args, folder, bandwidth) -> None:
     dtype = getattr(torch, args.dtype)
-    hf = make_model("bart", folder, args.tiny, dtype).to(args.device).eval()
-    engine = Engine(folder, device=args.device, dtype=args.dtype, max_num_seqs=max(args.batch, 1))
+    hf = make_model("bart", folder, args.tiny, dtype, args.device).eval()
     gen = torch.Generator().manual_seed(2)
     lengths = torch.randint(200, 1001, (args.batch,), generator=gen).tolist()
     inputs = [torch.randint(4, hf.config.vocab_size, (n,), generator=gen).tolist() for n in lengths]
-    prompts = [{"prompt_token_ids": ids} for ids in inputs]
-    scriba_run(engine, prompts[: min(4, args.batch)], 4, args.device)
-    s_wall, s_step, s_tokens = scriba_run(engine, prompts, args.new_tokens, args.device)
-    ids, mask = (t.to(args.device) for t in pad_batch(inputs))  # pads with BART's pad id, 1
-    start = [[hf.config.decoder_start_token_id, hf.config.bos_token_id]] * args.batch
-    prompt = torch.tensor(start, device=args.device)
-    run = lambda n: hf_run(hf, n, args.device, lambda: hf.model.encoder(input_ids=ids, attention_mask=mask), input_ids=ids, attention_mask=mask, decoder_input_ids=prompt)  # noqa: E731
-    run(2)
-    h_wall, h_step, h_out = run(args.new_tokens)
-    h_tokens = h_out[:, 2:].tolist()
-    agree = sum(a == b for a, b in zip(s_tokens, h_tokens))
+    s_wall, s_step, host, s_tokens = run_scriba(args, folder, [{"prompt_token_ids": ids} for ids in inputs])
+    hf_result = None
+    if not args.skip_transformers:
+        ids, mask = (t.to(args.device) for t in pad_batch(inputs))  # pads with BART's pad id, 1
+        prompt = torch.tensor([[hf.config.decoder_start_token_id, hf.config.bos_token_id]] * args.batch, device=args.device)
+        encode = lambda: hf.model.encoder(input_ids=ids, attention_mask=mask)  # noqa: E731
+        run = lambda n: hf_run(hf, n, args.device, encode, input_ids=ids, attention_mask=mask, decoder_input_ids=prompt)  # noqa: E731
+        run(2)
+        h_wall, h_step, h_out = run(args.new_tokens)
+        hf_result = (h_wall, h_step, sum(a == b for a, b in zip(s_tokens, h_out[:, 2:].tolist())))
     floor = (decoder_bytes(hf) + kv_bytes_per_step(hf, lengths, 2 + args.new_tokens // 2, dtype)) / bandwidth
-    report("bart-large shape" if not args.tiny else "tiny BART", args.batch, args.new_tokens, s_wall, s_step, h_wall, h_step, floor, agree)
-    del engine, hf
+    report("bart-large shape" if not args.tiny else "tiny BART", args.batch, args.new_tokens, (s_wall, s_step, host), hf_result, floor)
+    del hf
+    free(args.device)
 
 
 def flash_check(device) -> None:
@@ -222,6 +281,8 @@ def main(argv=None) -> None:
     parser.add_argument("--models", default="whisper,bart")
     parser.add_argument("--tiny", action="store_true", help="tiny shapes (a smoke run of this script)")
     parser.add_argument("--out", help="also write the report to this file")
+    parser.add_argument("--profile", action="store_true", help="profile 20 decode steps: kernels, exposed host time")
+    parser.add_argument("--skip-transformers", action="store_true", help="Scriba only (its cache does not fit at batch 256)")
     args = parser.parse_args(argv)
     args.dtype = args.dtype or ("float16" if args.device.startswith("cuda") else "float32")
     name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "CPU"
@@ -233,11 +294,9 @@ def main(argv=None) -> None:
     for kind in args.models.split(","):
         with tempfile.TemporaryDirectory() as folder:
             {"whisper": bench_whisper, "bart": bench_bart}[kind](args, folder, bandwidth)
-        if args.device.startswith("cuda"):
-            torch.cuda.empty_cache()
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(LINES) + "\n")
+        if args.out:  # after each model: a later failure keeps what was measured
+            with open(args.out, "w") as f:
+                f.write("\n".join(LINES) + "\n")
 
 
 if __name__ == "__main__":

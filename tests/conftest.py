@@ -13,6 +13,24 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from tiny_models import make_tiny_model  # noqa: E402
 
+if torch.cuda.is_available() and os.environ.get("SCRIBA_TEST_FLOAT32") == "1":
+    # The parity tests on a GPU's path (flash prefill, Triton, CUDA graphs): engines that leave
+    # dtype at "auto" get float32 instead of float16, and no TF32, so tokens must match exactly.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+    @pytest.fixture(autouse=True)
+    def _float32_engines(monkeypatch):
+        from scriba.config import EngineConfig
+
+        resolve = EngineConfig.__post_init__
+
+        def float32_post_init(self):
+            self.dtype = "float32" if self.dtype == "auto" else self.dtype
+            resolve(self)
+
+        monkeypatch.setattr(EngineConfig, "__post_init__", float32_post_init)
+
 
 @pytest.fixture(scope="session")
 def tiny_bart(tmp_path_factory):

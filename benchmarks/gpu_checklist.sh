@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# ../shared/GPU.md's checklist in one call on a lent GPU machine: logs and reports under $OUT.
+#   bash benchmarks/gpu_checklist.sh [stage ...]   stages: env kernels engine suite whisper bart big
+# Each stage has its own time limit, so one failure or hang leaves the others' results.
+set -u
+OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+stages=${*:-env kernels engine whisper bart}
+run() {  # name, seconds, command...
+  local name=$1 limit=$2; shift 2
+  echo "=== $name (limit ${limit}s)"
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "=== $name: exit $rc after $((SECONDS - t0))s"; tail -n 25 "$OUT/$name.log"
+}
+for stage in $stages; do
+  case $stage in
+    env) run env 60 bash -c 'nvidia-smi; git rev-parse HEAD 2>/dev/null; python3 -c "import torch, triton, transformers; print(torch.__version__, triton.__version__, transformers.__version__, torch.cuda.get_device_name())"' ;;
+    kernels) run kernels 180 python3 -m pytest -q -x -p no:cacheprovider tests/kernels tests/engine/test_gpu_path.py ;;
+    engine) SCRIBA_TEST_FLOAT32=1 run engine 300 python3 -m pytest -q -p no:cacheprovider tests/models/test_bart_parity.py tests/models/test_whisper_parity.py tests/engine/test_sampling.py tests/engine/test_beam_search.py ;;
+    suite) SCRIBA_TEST_FLOAT32=1 run suite 400 python3 -m pytest -q -p no:cacheprovider tests/engine tests/models --ignore=tests/engine/test_audio.py --ignore=tests/models/test_whisper_real.py ;;
+    whisper) run whisper 300 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --profile --out "$OUT/gpu_whisper_b64.txt" ;;
+    bart) run bart 300 python3 benchmarks/bench_gpu.py --models bart --batch 64 --profile --out "$OUT/gpu_bart_b64.txt" ;;
+    big) run big 420 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --out "$OUT/gpu_whisper_b256.txt" ;;
+  esac
+done
