@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ../shared/GPU.md's checklist in one call on a lent GPU machine: logs and reports under $OUT.
-#   bash benchmarks/gpu_checklist.sh [stage ...]   stages: env kernels engine suite whisper bart big
+#   bash benchmarks/gpu_checklist.sh [stage ...]   stages: env kernels engine suite whisper bart tune big
 # Each stage has its own time limit, so one failure or hang leaves the others' results.
 set -u
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
@@ -22,6 +22,7 @@ for stage in $stages; do
     suite) SCRIBA_TEST_FLOAT32=1 run suite 400 python3 -m pytest -q -p no:cacheprovider tests/engine tests/models --ignore=tests/engine/test_audio.py --ignore=tests/models/test_whisper_real.py ;;
     whisper) run whisper 300 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --profile --out "$OUT/gpu_whisper_b64.txt" ;;
     bart) run bart 300 python3 benchmarks/bench_gpu.py --models bart --batch 64 --profile --out "$OUT/gpu_bart_b64.txt" ;;
-    big) run big 420 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --out "$OUT/gpu_whisper_b256.txt" ;;
+    tune) run tune 240 python3 benchmarks/tune_paged_decode.py ;;
+    big) run big 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --out "$OUT/gpu_whisper_b256.txt" ;;
   esac
 done

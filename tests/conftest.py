@@ -19,17 +19,16 @@ if torch.cuda.is_available() and os.environ.get("SCRIBA_TEST_FLOAT32") == "1":
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
 
-    @pytest.fixture(autouse=True)
-    def _float32_engines(monkeypatch):
-        from scriba.config import EngineConfig
+    # Patched for the whole session: module-scoped engines are made before any fixture runs.
+    from scriba.config import EngineConfig  # noqa: E402
 
-        resolve = EngineConfig.__post_init__
+    _resolve = EngineConfig.__post_init__
 
-        def float32_post_init(self):
-            self.dtype = "float32" if self.dtype == "auto" else self.dtype
-            resolve(self)
+    def _float32_post_init(self):
+        self.dtype = "float32" if self.dtype == "auto" else self.dtype
+        _resolve(self)
 
-        monkeypatch.setattr(EngineConfig, "__post_init__", float32_post_init)
+    EngineConfig.__post_init__ = _float32_post_init
 
 
 @pytest.fixture(scope="session")

@@ -53,9 +53,10 @@ class BeamSearch:
     def step(self, tokens: list[list[int]], logprobs: torch.Tensor) -> list[Selection]:
         """tokens: each running beam's decoder tokens; logprobs [beams, vocab] (processed).
         Returns the next running beams, best first."""
+        logprobs = logprobs.float().cpu()  # the selections are host decisions (and CPU ties, as transformers')
         num_beams, vocab = logprobs.shape
         cur_len = len(tokens[0])
-        scores = (logprobs.float() + self.running_scores[:, None]).flatten()
+        scores = (logprobs + self.running_scores[:, None]).flatten()
         keep = min(self.num_keep, scores.numel())
         top_scores, top_index = torch.topk(scores, keep)
         parents, token_ids = (top_index // vocab).tolist(), (top_index % vocab).tolist()

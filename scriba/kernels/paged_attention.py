@@ -133,6 +133,7 @@ def _attend_gathered(q, kv_cache, block_tables, seq_lens, scale) -> torch.Tensor
 # Programs wanted per launch: enough to fill an H100's 132 SMs a few times over. The
 # interpreter runs programs one by one, so there contexts are split only as far as a test asks.
 TARGET_PROGRAMS = 16 if IS_INTERPRETED else 1024
+LAUNCH = dict(tile=None, num_warps=4, num_stages=3)  # None tile: 64 positions at head_dim 64
 
 if HAS_TRITON:
 
@@ -220,6 +221,7 @@ def paged_decode_attention_triton(
     num_splits: int | None = None,  # None: plan_splits
     out: torch.Tensor | None = None,  # [seqs, heads, head_dim] to write into (CUDA graphs, tests)
     plan: DecodePlan | None = None,  # the torch path's; unused here
+    launch: dict | None = None,  # tile / num_warps / num_stages overrides (tuning)
 ) -> torch.Tensor:  # [seqs, heads, head_dim], q's dtype
     """The Triton version of `paged_decode_attention_ref` (which it is tested against). No
     host synchronisation: CUDA graphs capture it."""
@@ -240,7 +242,8 @@ def paged_decode_attention_triton(
         return out
     block_size = kv_cache.shape[2]
     block_d = next_power_of_2(dim)
-    tile = max(16, min(64, 4096 // block_d))
+    launch = {**LAUNCH, **(launch or {})}
+    tile = launch.pop("tile") or max(16, min(64, 4096 // block_d))
     max_context = block_tables.shape[1] * block_size
     if num_splits is None:
         partition, num_splits = plan_splits(num_seqs, heads, max_context, tile)
@@ -257,7 +260,7 @@ def paged_decode_attention_triton(
         scale, dim, partition, num_splits,
         q.stride(0), q.stride(1), kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3),
         block_tables.stride(0), out.stride(0), out.stride(1),
-        BLOCK_SIZE=block_size, BLOCK_D=block_d, TILE=tile, ONE_SPLIT=one_split,
+        BLOCK_SIZE=block_size, BLOCK_D=block_d, TILE=tile, ONE_SPLIT=one_split, **launch,
     )
     if not one_split:
         _reduce_splits_kernel[(num_seqs, heads)](
