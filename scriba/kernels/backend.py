@@ -47,8 +47,8 @@ def get_backend(name: str, device: torch.device | str) -> TorchBackend:
         name = "cuda" if device.type == "cuda" and HAS_TRITON else "torch"
     if name not in BACKENDS:
         raise ValueError(f"unknown attention backend {name!r}; available: {sorted(BACKENDS)}")
-    if name != "torch":
-        require_triton(device)
     if name == "cuda" and device.type != "cuda":
         raise ValueError(f"the 'cuda' attention backend needs a CUDA device, not {device.type!r}")
+    if name != "torch":
+        require_triton(device)
     return BACKENDS[name]()

@@ -133,7 +133,9 @@ def _attend_gathered(q, kv_cache, block_tables, seq_lens, scale) -> torch.Tensor
 # Programs wanted per launch: enough to fill an H100's 132 SMs a few times over. The
 # interpreter runs programs one by one, so there contexts are split only as far as a test asks.
 TARGET_PROGRAMS = 16 if IS_INTERPRETED else 1024
-LAUNCH = dict(tile=None, num_warps=4, num_stages=3)  # None tile: 64 positions at head_dim 64
+# Measured on an H100 (benchmarks/tune_paged_decode.py, benchmarks/results/paged_decode_h100.txt):
+# 128 positions per tile at head_dim 64 read 1500-position contexts at 2.2 TB/s, 64 at 1.6.
+LAUNCH = dict(tile=None, num_warps=4, num_stages=3)  # tile None: 8192 // head_dim positions, 16 to 128
 
 if HAS_TRITON:
 
@@ -243,7 +245,7 @@ def paged_decode_attention_triton(
     block_size = kv_cache.shape[2]
     block_d = next_power_of_2(dim)
     launch = {**LAUNCH, **(launch or {})}
-    tile = launch.pop("tile") or max(16, min(64, 4096 // block_d))
+    tile = launch.pop("tile") or max(16, min(128, 8192 // block_d))
     max_context = block_tables.shape[1] * block_size
     if num_splits is None:
         partition, num_splits = plan_splits(num_seqs, heads, max_context, tile)
