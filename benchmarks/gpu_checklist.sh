@@ -23,6 +23,6 @@ for stage in $stages; do
     whisper) run whisper 300 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --profile --out "$OUT/gpu_whisper_b64.txt" ;;
     bart) run bart 300 python3 benchmarks/bench_gpu.py --models bart --batch 64 --profile --out "$OUT/gpu_bart_b64.txt" ;;
     tune) run tune 240 python3 benchmarks/tune_paged_decode.py ;;
-    big) run big 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --out "$OUT/gpu_whisper_b256.txt" ;;
+    big) run big 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --out "$OUT/gpu_whisper_b256.txt" ;;
   esac
 done

@@ -38,9 +38,9 @@ class Engine:
     """
 
     def __init__(self, model: str | None = None, **kwargs):
+        self.config = config = EngineConfig(model=model, **kwargs)  # bad options fail first
         if model is None:  # the offline default: the bundled tiny.en
-            model = default_model_path()
-        self.config = config = EngineConfig(model=model, **kwargs)
+            model = config.model = default_model_path()
         self.model, self.model_path = load_model(model, config.device, config.torch_dtype, config.revision)
         self.tokenizer = _load_tokenizer(config.tokenizer or self.model_path, explicit=config.tokenizer is not None)
         m = self.model
