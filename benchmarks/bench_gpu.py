@@ -151,11 +151,13 @@ def hf_run(model, new_tokens: int, device, encoder_call, **inputs) -> tuple[floa
 def profile_decode(engine: Engine, prompts, device, steps: int = 20) -> float:
     """Exposed host time per decode step (s): a torch profiler over `steps` full-batch decode
     steps; step wall time minus the device's busy time. Prints the top kernels."""
-    params = SamplingParams(max_tokens=steps + 8, min_tokens=steps + 8, ignore_eos=True)
-    for i, p in enumerate(prompts):
-        engine.add_request(f"profile-{i}", p, params)
-    while min((len(o.outputs[0].token_ids) for o in engine.step()), default=0) < 2:
-        pass  # until every request is past its prefill
+    # Long enough that no request finishes while the last ones are still being admitted.
+    params = SamplingParams(max_tokens=448, min_tokens=448, ignore_eos=True)
+    ids = [f"profile-{i}" for i in range(len(prompts))]
+    for request_id, p in zip(ids, prompts):
+        engine.add_request(request_id, p, params)
+    while not all(len(o.outputs[0].token_ids) >= 2 for o in engine.step()):
+        pass  # until a step in which every request decodes
     activities = [torch.profiler.ProfilerActivity.CPU]
     if torch.device(device).type == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
@@ -173,8 +175,8 @@ def profile_decode(engine: Engine, prompts, device, steps: int = 20) -> float:
     log(events.table(sort_by="self_device_time_total", row_limit=12, max_name_column_width=60))
     log(events.table(sort_by="self_cpu_time_total", row_limit=12, max_name_column_width=60))
     log("```")
-    while engine.has_unfinished_requests():
-        engine.step()
+    for request_id in ids:
+        engine.abort(request_id)
     return max(wall - busy, 0.0)
 
 
