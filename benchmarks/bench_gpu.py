@@ -46,11 +46,16 @@ WHISPER_PROMPT = [50258, 50259, 50360, 50364]
 
 
 def log(line: str = "") -> None:
+    """Print a report line, and append it to --out at once (a later failure keeps it)."""
     print(line, flush=True)
     LINES.append(line)
+    if OUT_PATH:
+        with open(OUT_PATH, "a") as f:
+            f.write(line + "\n")
 
 
 LINES: list[str] = []
+OUT_PATH: str | None = None
 
 
 def sync(device) -> None:
@@ -91,9 +96,11 @@ def make_model(kind: str, folder: str, tiny: bool, dtype, device) -> torch.nn.Mo
 
 
 def decoder_bytes(model) -> int:
-    """Weights a decode step reads: the decoder stack and the output projection."""
+    """Weights a decode step reads: the decoder stack and the output projection, less the
+    cross-attention K/V projections (their output is cached at prefill, never recomputed)."""
     decoder = model.model.decoder
-    size = sum(p.numel() * p.element_size() for p in decoder.parameters())
+    cached = ("encoder_attn.k_proj.", "encoder_attn.v_proj.")
+    size = sum(p.numel() * p.element_size() for name, p in decoder.named_parameters() if not any(c in name for c in cached))
     head = model.get_output_embeddings().weight
     if head.data_ptr() != decoder.embed_tokens.weight.data_ptr():
         size += head.numel() * head.element_size()
@@ -287,6 +294,10 @@ def main(argv=None) -> None:
     parser.add_argument("--skip-transformers", action="store_true", help="Scriba only (its cache does not fit at batch 256)")
     args = parser.parse_args(argv)
     args.dtype = args.dtype or ("float16" if args.device.startswith("cuda") else "float32")
+    global OUT_PATH
+    OUT_PATH = args.out
+    if args.out:
+        open(args.out, "w").close()
     name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "CPU"
     bandwidth = copy_bandwidth(args.device)
     log(f"# bench_gpu on {name}: torch {torch.__version__}, {args.dtype}; measured copy bandwidth {bandwidth / 1e9:.0f} GB/s")
@@ -296,9 +307,6 @@ def main(argv=None) -> None:
     for kind in args.models.split(","):
         with tempfile.TemporaryDirectory() as folder:
             {"whisper": bench_whisper, "bart": bench_bart}[kind](args, folder, bandwidth)
-        if args.out:  # after each model: a later failure keeps what was measured
-            with open(args.out, "w") as f:
-                f.write("\n".join(LINES) + "\n")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,7 @@ class DecodeGraphs:
         bound; padding rows make the captured runs harmless to them."""
         pool = torch.cuda.graph_pool_handle()
         stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())  # the caches' zero-fill and weights are ready
         for batch in reversed(self.buckets):
             with torch.cuda.stream(stream):
                 self._forward(batch)  # warm-up: compiles the Triton kernels outside the capture
