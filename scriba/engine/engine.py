@@ -15,6 +15,7 @@ from scriba.engine.beam_search import BeamSearch
 from scriba.engine.block_manager import BlockManager, blocks_for
 from scriba.engine.memory import cpu_kv_blocks, gpu_kv_blocks
 from scriba.engine.generation_defaults import generation_defaults
+from scriba.engine.host_heap import reuse_freed_memory
 from scriba.engine.inputs import InputLimits, InputProcessor, PromptType
 from scriba.engine.logits_processors import build_processors
 from scriba.engine.model_runner import ModelRunner
@@ -52,6 +53,8 @@ class Engine:
         bytes_per_block = ModelRunner.bytes_per_block(m, config.block_size, config.torch_dtype)
         full_request = blocks_for(m.max_encoder_len, config.block_size) + blocks_for(m.max_decoder_len, config.block_size)
         on_gpu = runner.device.type == "cuda"
+        if not on_gpu:
+            reuse_freed_memory()
         num_blocks = config.num_kv_blocks
         if num_blocks is None and on_gpu:
             num_blocks = gpu_kv_blocks(runner, bytes_per_block, full_request, config.gpu_memory_utilization, config.max_num_seqs, config.max_num_batched_tokens)

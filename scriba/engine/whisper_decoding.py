@@ -182,8 +182,11 @@ def _timestamp_rules(logits, rows: list[int], begins: list[int], layout, step) -
     best_text = torch.where(text_end == 0, text.amax(dim=-1), sub[:, eot:ts].amax(dim=-1))
     best_text = best_text.masked_fill(first, -math.inf)
     timestamp_wins = stamps.logsumexp(dim=-1) > best_text
+    # Ban [0, limit), limit in {0, eot, ts} (eot < ts): all of [0, eot) or none of it, by a
+    # broadcast row mask, so that no [rows, vocab] mask is built.
     limit = torch.where(timestamp_wins, ts, text_end)
-    text.masked_fill_(torch.arange(ts, device=dev)[None, :] < limit[:, None], -math.inf)
+    sub[:, :eot].masked_fill_((limit > 0)[:, None], -math.inf)
+    sub[:, eot:ts].masked_fill_(torch.arange(eot, ts, device=dev)[None, :] < limit[:, None], -math.inf)
     if not whole:
         logits[r] = sub
 
