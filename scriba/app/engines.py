@@ -22,18 +22,26 @@ class EngineLoop:
         self.engine = engine
         self.max_batch_size = 0  # the most sequences one step has run (for tests and logs)
         self._cond = threading.Condition()
-        self._calls: list[tuple[list, list, list[str], list[Future]]] = []
+        self._calls: list[tuple[list, list[str], list[Future]]] = []  # (processed requests, ids, futures)
         self._futures: dict[str, Future] = {}
         self._ids = itertools.count()
         self._thread = threading.Thread(target=self._run, name="scriba-engine", daemon=True)
         self._thread.start()
 
     def generate(self, prompts: list, params: list, progress=None) -> list:
-        """Queue the requests, wait for all; a bad prompt raises here (none of them run)."""
+        """Process the requests here, in the caller's thread (tokenizing, audio decoding and
+        log-mel never stall the loop), queue them, wait for all; a bad prompt raises here
+        (none of them run)."""
+        requests = []
+        for i, (prompt, p) in enumerate(zip(prompts, params)):
+            try:
+                requests.append(self.engine.process(prompt, p))
+            except (ValueError, TypeError) as e:
+                raise type(e)(f"prompt {i}: {e}") from None
         ids = [f"loop-{next(self._ids)}" for _ in prompts]
         futures = [Future() for _ in prompts]
         with self._cond:
-            self._calls.append((list(prompts), list(params), ids, futures))
+            self._calls.append((requests, ids, futures))
             self._cond.notify()
         pending = set(futures)
         while pending:
@@ -42,10 +50,10 @@ class EngineLoop:
                 progress.update(len(done))
         return [f.result() for f in futures]
 
-    def _admit(self, prompts, params, ids, futures) -> None:
-        for i, (rid, prompt, p) in enumerate(zip(ids, prompts, params)):
+    def _admit(self, requests, ids, futures) -> None:
+        for i, (rid, request) in enumerate(zip(ids, requests)):
             try:
-                self.engine.add_request(rid, prompt, p)
+                self.engine.add_request(rid, request)
             except Exception as e:  # noqa: BLE001 - handed to the caller, the loop keeps serving
                 self.engine.abort(ids[:i])
                 error = type(e)(f"prompt {i}: {e}") if isinstance(e, (ValueError, TypeError)) else e

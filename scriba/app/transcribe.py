@@ -78,7 +78,7 @@ def transcribe(
         raise ValueError(f"model {engine.config.model!r} is not a speech model (Whisper)")
     decoder = _WindowDecoder(loop, task, timestamps, temperatures, compression_ratio_threshold, logprob_threshold, no_speech_threshold, progress, beam_size)
     # Check the request options once, up front, with the engine's own validation.
-    engine.inputs.process({"input_features": np.zeros((engine.model.num_mel_bins, engine.model.num_frames)), "language": language, "task": task})
+    engine.process({"input_features": np.zeros((engine.model.num_mel_bins, engine.model.num_frames)), "language": language, "task": task})
     waves = [load_audio(s) for s in sources]
     prompt_ids = decoder.text_ids(initial_prompt)
     if mode == "batched":

@@ -16,14 +16,13 @@ from scriba.engine.block_manager import BlockManager, blocks_for
 from scriba.engine.memory import cpu_kv_blocks, gpu_kv_blocks
 from scriba.engine.generation_defaults import generation_defaults
 from scriba.engine.host_heap import reuse_freed_memory
-from scriba.engine.inputs import InputLimits, InputProcessor, PromptType
-from scriba.engine.logits_processors import build_processors
+from scriba.engine.inputs import PromptType
 from scriba.engine.model_runner import ModelRunner
 from scriba.engine.outputs import CompletionOutput, RequestOutput
+from scriba.engine.request_processing import ProcessedRequest, request_processing_for
 from scriba.engine.sampling_params import SamplingParams
 from scriba.engine.scheduler import Scheduler
 from scriba.engine.sequence import SequenceGroup, SequenceStatus
-from scriba.engine.whisper_decoding import build_whisper_processors, spoken_language
 from scriba.models import default_model_path, load_model
 
 logger = logging.getLogger("scriba")
@@ -32,8 +31,8 @@ logger = logging.getLogger("scriba")
 class Engine:
     """A paged encoder/decoder engine for one model.
 
-    `Engine("facebook/bart-large-cnn", max_num_seqs=64)`: keyword arguments fill EngineConfig;
-    `Engine()` runs the bundled English Whisper (tiny.en), offline.
+    `Engine(MODEL, max_num_seqs=64)` (a hub id or folder): keyword arguments fill EngineConfig;
+    `Engine()` runs the bundled default model (models/registry.py), offline.
     Offline use: `generate(prompts, params)`. Online use: `add_request`, then `step()` until
     `has_unfinished_requests()` is False; `abort(request_id)` at any time.
     """
@@ -45,9 +44,9 @@ class Engine:
         self.model, self.model_path = load_model(model, config.device, config.torch_dtype, config.revision)
         self.tokenizer = _load_tokenizer(config.tokenizer or self.model_path, explicit=config.tokenizer is not None)
         m = self.model
-        self.inputs = InputProcessor(self.tokenizer, m, InputLimits(m.vocab_size, m.max_encoder_len, m.max_decoder_len))
         eos = m.config.eos_token_id
         self.eos_token_ids: list[int] = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
+        self.requests = request_processing_for(m, self.tokenizer, self.eos_token_ids)
 
         self.runner = runner = ModelRunner(m, config.device, config.torch_dtype, config.block_size, config.attention_backend)
         bytes_per_block = ModelRunner.bytes_per_block(m, config.block_size, config.torch_dtype)
@@ -80,38 +79,28 @@ class Engine:
         )
 
     # -- online API ---------------------------------------------------------------------------
-    def add_request(self, request_id: str, prompt: PromptType, params: SamplingParams | None = None) -> None:
-        """Validate and queue one request; a bad one raises ValueError and changes nothing."""
+    def process(self, prompt: PromptType, params: SamplingParams | None = None) -> ProcessedRequest:
+        """Validate and process a request (tokenize; decode audio, log-mel) without touching
+        the engine's state: safe from any thread, so callers do their own input work."""
+        return self.requests.process(prompt, params)
+
+    def add_request(self, request_id: str, prompt: PromptType | ProcessedRequest, params: SamplingParams | None = None) -> None:
+        """Validate and queue one request (a prompt, or what `process` made of one with its
+        params); a bad one raises ValueError and changes nothing."""
         if request_id in self.groups:
             raise ValueError(f"request id {request_id!r} is already in use")
-        params = params or SamplingParams()
-        inputs = self.inputs.process(prompt)
-        bad = [t for t in params.token_ids_to_check() if not 0 <= t < self.model.vocab_size]
-        if bad:
-            raise ValueError(f"sampling params name token ids outside the vocabulary [0, {self.model.vocab_size}): {bad}")
+        request = prompt if isinstance(prompt, ProcessedRequest) else self.process(prompt, params)
+        inputs, params = request.inputs, request.params
         self._check_fits(inputs.encoder_len, inputs.decoder_token_ids, params)
         generator = self.generator
         if params.seed is not None:
             generator = torch.Generator(device=self.config.device).manual_seed(params.seed)
         group = SequenceGroup(request_id, inputs, params, generator, arrival=time.monotonic())
-        group.processors = build_processors(params, [] if params.ignore_eos else self.eos_token_ids, len(inputs.decoder_token_ids))
+        group.processors, group.probe = request.processors, request.probe
         if params.use_beam_search:
-            prompt_len = len(inputs.decoder_token_ids)
             stops = [] if params.ignore_eos else self.eos_token_ids + params.stop_token_ids
-            max_len = min(prompt_len + params.max_tokens, self.model.max_decoder_len)
-            # Scores count tokens from where transformers' prompt ends: BART's forced <BOS> counts
-            # as generated; Whisper's detected language and forced control tokens do not, and are
-            # chosen greedily (one sequence) before the beams start.
-            begin = prompt_len - inputs.num_forced_prompt_tokens
-            if inputs.audio_plan is not None:
-                begin = inputs.audio_plan.sample_begin
-            group.beam = BeamSearch(params, begin, max_len, stops)
-        if getattr(self.model, "encodes_audio", False):
-            tokens = self.model.tokens
-            if inputs.audio_plan is not None:
-                group.processors += build_whisper_processors(tokens, inputs.audio_plan)
-            if tokens.sot in inputs.decoder_token_ids:
-                group.probe = (inputs.decoder_token_ids.index(tokens.sot), tokens.no_speech)
+            max_len = min(len(inputs.decoder_token_ids) + params.max_tokens, self.model.max_decoder_len)
+            group.beam = BeamSearch(params, request.beam_begin, max_len, stops)
         self.groups[request_id] = group
         self.scheduler.add(group)
 
@@ -177,7 +166,7 @@ class Engine:
         """One beam-search step: the chosen continuations become the running beams; a beam
         chosen twice is forked (its blocks shared, copied on write); unchosen beams are freed."""
         beams = group.seqs_with(SequenceStatus.RUNNING)
-        if len(beams[0].token_ids) < group.beam.prompt_len:  # Whisper's detection and forced tokens
+        if len(beams[0].token_ids) < group.beam.prompt_len:  # e.g. a detected language, forced tokens
             row = results[beams[0].seq_id]
             token = int(row.argmax())
             beams[0].append(token, row[token].item(), None)
@@ -223,12 +212,8 @@ class Engine:
             completions = self._beam_completions(group)
         else:
             completions = self._completions(group)
-        language, language_prob = None, None
-        if getattr(self.model, "encodes_audio", False):
-            language, language_prob = spoken_language(self.model.tokens, inputs, group.seqs[0])
         return RequestOutput(
-            language=language,
-            language_probability=language_prob,
+            **self.requests.annotate(inputs, group.seqs[0]),
             no_speech_prob=group.probe_value,
             request_id=group.request_id,
             prompt=self._prompt_text(group),
@@ -297,12 +282,12 @@ class Engine:
     def _decode(self, ids: list[int], skip_special_tokens: bool) -> str:
         if self.tokenizer is None:
             return ""
-        known = len(self.tokenizer)  # Whisper's timestamp tokens are outside its tokenizer
+        known = len(self.tokenizer)  # ids past the tokenizer (timestamp tokens) have no text
         return self.tokenizer.decode([t for t in ids if t < known], skip_special_tokens=skip_special_tokens)
 
     def generation_defaults(self, task: str | None = None, **overrides) -> SamplingParams:
         """SamplingParams from the checkpoint's generation config (and `task`'s settings in
-        config.json), then `overrides`: e.g. beam search with length penalty for bart-large-cnn."""
+        config.json), then `overrides`: e.g. a summarizer's beam search and length penalty."""
         return generation_defaults(self.model, task, **overrides)
 
     # -- offline API --------------------------------------------------------------------------

@@ -52,7 +52,7 @@ class AudioPrompt(TypedDict, total=False):
 
 
 PromptType = Union[SingletonPrompt, ExplicitEncoderDecoderPrompt, AudioPrompt]
-_AUDIO_OPTIONS = {"audio", "input_features", "language", "task", "timestamps", "prompt", "prefix"}
+AUDIO_OPTIONS = {"audio", "input_features", "language", "task", "timestamps", "prompt", "prefix"}
 
 
 @dataclass
@@ -101,77 +101,30 @@ class InputProcessor:
         self.limits = limits
 
     def process(self, prompt: PromptType) -> EncoderDecoderInputs:
-        encodes_audio = getattr(self.hooks, "encodes_audio", False)
-        is_audio = _is_audio(prompt) or (isinstance(prompt, dict) and _is_audio(prompt.get("encoder_prompt")))
-        if is_audio != encodes_audio:
-            raise ValueError("this model transcribes audio: give {'audio': ...}" if encodes_audio else "this model takes text, not audio")
-        if is_audio:
-            return self._process_audio(prompt)
+        if is_audio_prompt(prompt):
+            raise ValueError("this model takes text, not audio")
         if isinstance(prompt, dict) and "encoder_prompt" in prompt:
             unknown = set(prompt) - {"encoder_prompt", "decoder_prompt"}
             if unknown:
                 raise ValueError(f"unknown keys in encoder/decoder prompt: {sorted(unknown)}")
-            encoder_text, encoder_ids = self._tokenize(prompt["encoder_prompt"], "encoder")
+            encoder_text, encoder_ids = self.tokenize(prompt["encoder_prompt"], "encoder")
             decoder = prompt.get("decoder_prompt")
         else:
-            encoder_text, encoder_ids = self._tokenize(prompt, "encoder")
+            encoder_text, encoder_ids = self.tokenize(prompt, "encoder")
             decoder = None
         if decoder is None:
             decoder_text, decoder_ids = None, self.hooks.default_decoder_prompt()
         else:
-            decoder_text, decoder_ids = self._tokenize(decoder, "decoder", add_special_tokens=False)
+            decoder_text, decoder_ids = self.tokenize(decoder, "decoder", add_special_tokens=False)
             decoder_ids = self.hooks.prepare_decoder_prompt(decoder_ids)
-        self._check(encoder_ids, "encoder", self.limits.max_encoder_len)
-        self._check(decoder_ids, "decoder", self.limits.max_decoder_len)
+        self.check(encoder_ids, "encoder", self.limits.max_encoder_len)
+        self.check(decoder_ids, "decoder", self.limits.max_decoder_len)
         inputs = EncoderDecoderInputs(encoder_ids, decoder_ids, encoder_text, decoder_text)
         if decoder is None:  # after <DEC>, the default prompt holds tokens transformers forces
             inputs.num_forced_prompt_tokens = len(decoder_ids) - 1
         return inputs
 
-    def _process_audio(self, prompt: dict) -> EncoderDecoderInputs:
-        from scriba.engine.whisper_decoding import plan_decoder_prompt
-
-        explicit = "encoder_prompt" in prompt
-        options = prompt["encoder_prompt"] if explicit else prompt
-        allowed = {"audio", "input_features"} if explicit else _AUDIO_OPTIONS
-        unknown = set(options) - allowed
-        if unknown:
-            raise ValueError(f"unknown keys in audio prompt: {sorted(unknown)} (allowed: {sorted(allowed)})")
-        features, seconds = self._features(options)
-        inputs = EncoderDecoderInputs([], [], encoder_features=features, num_encoder_positions=self.limits.max_encoder_len, audio_seconds=seconds)
-        if explicit and prompt.get("decoder_prompt") is not None:
-            inputs.decoder_prompt, ids = self._tokenize(prompt["decoder_prompt"], "decoder", add_special_tokens=False)
-            inputs.decoder_token_ids = self.hooks.prepare_decoder_prompt(ids)
-        else:
-            timestamps = options.get("timestamps", False)
-            if not isinstance(timestamps, bool):
-                raise ValueError(f"timestamps must be True or False, got {timestamps!r}")
-            prev = self._text_ids(options.get("prompt"), "prompt", leading_space=True)
-            prefix = self._text_ids(options.get("prefix"), "prefix", leading_space=True)
-            inputs.decoder_token_ids, inputs.audio_plan = plan_decoder_prompt(
-                self.hooks.tokens, options.get("language"), options.get("task", "transcribe"), timestamps, prev, prefix, self.limits.max_decoder_len
-            )
-        self._check(inputs.decoder_token_ids, "decoder", self.limits.max_decoder_len)
-        return inputs
-
-    def _features(self, options: dict) -> tuple[np.ndarray, float | None]:
-        import numpy as np
-
-        from scriba.engine.audio import SAMPLE_RATE, WINDOW_SECONDS, load_audio, log_mel
-
-        mels, frames = self.hooks.num_mel_bins, self.hooks.num_frames
-        if "input_features" in options:
-            features = np.asarray(options["input_features"], dtype=np.float32)
-            if features.shape != (mels, frames):
-                raise ValueError(f"input_features must have shape ({mels}, {frames}), got {features.shape}")
-            return features, None
-        samples = load_audio(options.get("audio"))
-        seconds = len(samples) / SAMPLE_RATE
-        if seconds > WINDOW_SECONDS + 1e-6:
-            raise ValueError(f"audio is {seconds:.1f} s long; one request holds up to {WINDOW_SECONDS} s: use scriba.transcribe() for long audio")
-        return log_mel([samples], mels, frames)[0], seconds
-
-    def _text_ids(self, text: Any, which: str, leading_space: bool) -> list[int]:
+    def text_ids(self, text: Any, which: str, leading_space: bool) -> list[int]:
         if text is None or text == "":
             return []
         if isinstance(text, list) and all(isinstance(t, int) for t in text):
@@ -183,7 +136,7 @@ class InputProcessor:
         text = " " + text.strip() if leading_space else text
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def _tokenize(self, prompt: Any, which: str, add_special_tokens: bool = True) -> tuple[str | None, list[int]]:
+    def tokenize(self, prompt: Any, which: str, add_special_tokens: bool = True) -> tuple[str | None, list[int]]:
         if isinstance(prompt, dict):
             if "prompt_token_ids" in prompt:
                 ids = prompt["prompt_token_ids"]
@@ -202,7 +155,7 @@ class InputProcessor:
             raise ValueError("this model has no tokenizer: pass {'prompt_token_ids': [...]} instead of text")
         return prompt, self.tokenizer(prompt, add_special_tokens=add_special_tokens)["input_ids"]
 
-    def _check(self, ids: list[int], which: str, max_len: int) -> None:
+    def check(self, ids: list[int], which: str, max_len: int) -> None:
         if not ids:
             raise ValueError(f"empty {which} prompt: it has no tokens")
         if len(ids) > max_len:
@@ -214,3 +167,8 @@ class InputProcessor:
 
 def _is_audio(prompt: Any) -> bool:
     return isinstance(prompt, dict) and ("audio" in prompt or "input_features" in prompt)
+
+
+def is_audio_prompt(prompt: Any) -> bool:
+    """An audio prompt, or an explicit pair whose encoder prompt is audio."""
+    return _is_audio(prompt) or (isinstance(prompt, dict) and _is_audio(prompt.get("encoder_prompt")))

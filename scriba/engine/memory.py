@@ -64,12 +64,7 @@ def run_largest_step(runner, max_num_seqs: int, max_num_batched_tokens: int) -> 
     model, device = runner.model, runner.device
     enc_len = model.max_encoder_len
     num = max(1, min(max_num_seqs, max_num_batched_tokens // enc_len))
-    if model.encodes_audio:  # Whisper: two mel frames per encoder position
-        encoder_inputs = torch.zeros(num, model.config.num_mel_bins, 2 * enc_len, dtype=runner.dtype, device=device)
-        encoder_positions = None
-    else:
-        encoder_inputs = torch.zeros(num * enc_len, dtype=torch.long, device=device)
-        encoder_positions = torch.arange(enc_len, device=device).repeat(num)
+    encoder_inputs, encoder_positions = model.dummy_encoder_inputs(num, runner.dtype, device)
     cu_enc = torch.arange(num + 1, dtype=torch.int32, device=device) * enc_len
     cu_dec = torch.arange(num + 1, dtype=torch.int32, device=device)
     zeros = lambda n: torch.zeros(n, dtype=torch.long, device=device)  # noqa: E731

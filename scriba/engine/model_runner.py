@@ -105,7 +105,7 @@ class ModelRunner:
             hidden = self.model(step.input_ids, step.positions, step.meta, step.encoder_inputs, step.encoder_positions)
             logits = self.model.compute_logits(hidden[step.sample_indices]).float()
         extra = None
-        if step.probes:  # e.g. Whisper's no-speech probability at <|startoftranscript|>
+        if step.probes:  # raw token probabilities at prompt positions the request processing asked for
             index = torch.tensor([i for _, i, _ in step.probes], device=self.device)
             probs = self.model.compute_logits(hidden[index]).float().softmax(dim=-1)
             extra = probs.gather(1, torch.tensor([[t] for _, _, t in step.probes], device=self.device))[:, 0]

@@ -55,8 +55,8 @@ class RequestOutput:
     encoder_prompt_token_ids: list[int]
     outputs: list[CompletionOutput] = field(default_factory=list)
     finished: bool = False
-    # Whisper requests: the language (given or detected; its probability when detected) and
-    # the no-speech probability read at <|startoftranscript|>.
+    # Set by a model family's request processing (speech models): the language (given or
+    # detected; its probability when detected) and the no-speech probability its probe read.
     language: str | None = None
     language_probability: float | None = None
     no_speech_prob: float | None = None

@@ -1,6 +1,6 @@
 """The decoder tokens of the running sequences, kept in one persistent tensor.
 
-Processors that look back over a sequence (repetition penalty, no-repeat n-grams, Whisper's
+Processors that look back over a sequence (repetition penalty, no-repeat n-grams,
 timestamp rules) read it as one [rows, length] tensor. Each sequence owns a row of the buffer
 while it runs; a step writes only the tokens that row does not hold yet (one token per
 decoding sequence), in one indexed write, so nothing is rebuilt from Python lists.

@@ -78,6 +78,11 @@ class BartForConditionalGeneration(nn.Module):
     def max_encoder_len(self) -> int:
         return self.config.max_position_embeddings
 
+    def dummy_encoder_inputs(self, num: int, dtype: torch.dtype, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """`num` full-length encoder inputs (memory profiling): token ids and positions, packed."""
+        positions = torch.arange(self.max_encoder_len, device=device).repeat(num)
+        return torch.zeros(num * self.max_encoder_len, dtype=torch.long, device=device), positions
+
     @property
     def max_decoder_len(self) -> int:
         return self.config.max_position_embeddings

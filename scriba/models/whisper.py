@@ -151,6 +151,10 @@ class WhisperForConditionalGeneration(nn.Module):
         """Feature frames per window: the second convolution halves them into positions."""
         return 2 * self.config.max_source_positions
 
+    def dummy_encoder_inputs(self, num: int, dtype: torch.dtype, device) -> tuple[torch.Tensor, None]:
+        """Silent features for `num` windows (memory profiling): [num, mel_bins, frames]."""
+        return torch.zeros(num, self.num_mel_bins, self.num_frames, dtype=dtype, device=device), None
+
     @property
     def num_decoder_layers(self) -> int:
         return len(self.model.decoder.layers)
