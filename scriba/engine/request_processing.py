@@ -37,7 +37,8 @@ class RequestProcessing:
     def __init__(self, model: Any, tokenizer: Any, eos_token_ids: list[int]):
         self.model = model
         self.eos_token_ids = eos_token_ids
-        self.inputs = InputProcessor(tokenizer, model, InputLimits(model.vocab_size, model.max_encoder_len, model.max_decoder_len))
+        limits = InputLimits(model.vocab_size, model.max_encoder_len, model.max_decoder_len)
+        self.inputs = InputProcessor(tokenizer, model, limits)
 
     def process(self, prompt: PromptType, params: SamplingParams | None = None) -> ProcessedRequest:
         """Validate and process one request; a bad one raises ValueError (or TypeError)."""

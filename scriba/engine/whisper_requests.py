@@ -44,9 +44,11 @@ class WhisperRequestProcessing(RequestProcessing):
             raise ValueError(f"unknown keys in audio prompt: {sorted(unknown)} (allowed: {sorted(allowed)})")
         features, seconds = self._features(options)
         limits = self.inputs.limits
-        inputs = EncoderDecoderInputs([], [], encoder_features=features, num_encoder_positions=limits.max_encoder_len, audio_seconds=seconds)
+        inputs = EncoderDecoderInputs([], [], encoder_features=features, audio_seconds=seconds)
+        inputs.num_encoder_positions = limits.max_encoder_len
         if explicit and prompt.get("decoder_prompt") is not None:
-            inputs.decoder_prompt, ids = self.inputs.tokenize(prompt["decoder_prompt"], "decoder", add_special_tokens=False)
+            decoder = prompt["decoder_prompt"]
+            inputs.decoder_prompt, ids = self.inputs.tokenize(decoder, "decoder", add_special_tokens=False)
             inputs.decoder_token_ids = self.model.prepare_decoder_prompt(ids)
         else:
             inputs.decoder_token_ids, inputs.audio_plan = self._plan(options)
@@ -60,7 +62,8 @@ class WhisperRequestProcessing(RequestProcessing):
         prev = self.inputs.text_ids(options.get("prompt"), "prompt", leading_space=True)
         prefix = self.inputs.text_ids(options.get("prefix"), "prefix", leading_space=True)
         language, task = options.get("language"), options.get("task", "transcribe")
-        return plan_decoder_prompt(self.model.tokens, language, task, timestamps, prev, prefix, self.inputs.limits.max_decoder_len)
+        max_len = self.inputs.limits.max_decoder_len
+        return plan_decoder_prompt(self.model.tokens, language, task, timestamps, prev, prefix, max_len)
 
     def _features(self, options: dict) -> tuple[np.ndarray, float | None]:
         from scriba.engine.audio import SAMPLE_RATE, WINDOW_SECONDS, load_audio, log_mel
@@ -74,7 +77,10 @@ class WhisperRequestProcessing(RequestProcessing):
         samples = load_audio(options.get("audio"))
         seconds = len(samples) / SAMPLE_RATE
         if seconds > WINDOW_SECONDS + 1e-6:
-            raise ValueError(f"audio is {seconds:.1f} s long; one request holds up to {WINDOW_SECONDS} s: use scriba.transcribe() for long audio")
+            raise ValueError(
+                f"audio is {seconds:.1f} s long; one request holds up to {WINDOW_SECONDS} s: "
+                "use scriba.transcribe() for long audio"
+            )
         return log_mel([samples], mels, frames)[0], seconds
 
     def annotate(self, inputs: EncoderDecoderInputs, seq: Any) -> dict[str, Any]:

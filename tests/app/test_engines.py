@@ -51,6 +51,7 @@ def test_step_loop_never_decodes_audio(loop, monkeypatch, tmp_path):
 
 def test_bad_prompt_fails_in_the_caller_and_the_loop_serves_on(loop):
     with pytest.raises(ValueError, match="prompt 1: .*no audio samples"):
-        loop.generate([{"audio": np.zeros(1600, np.float32)}, {"audio": np.zeros(0, np.float32)}], [None, None])
+        silent, empty = {"audio": np.zeros(1600, np.float32)}, {"audio": np.zeros(0, np.float32)}
+        loop.generate([silent, empty], [None, None])
     out = loop.generate([{"audio": np.zeros(1600, np.float32)}], [SamplingParams(max_tokens=3)])
     assert out[0].finished and loop.engine.groups == {}

@@ -13,7 +13,8 @@ CORE = ["engine", "scheduler", "sequence", "block_manager", "model_runner", "sam
 def test_core_files_name_no_model_family():
     for name in CORE:
         text = (ENGINE / f"{name}.py").read_text()
-        found = re.findall(r"whisper|bart|encodes_audio|audio_plan|no_speech_token", text, flags=re.IGNORECASE)
+        pattern = r"whisper|bart|encodes_audio|audio_plan|no_speech_token"
+        found = re.findall(pattern, text, flags=re.IGNORECASE)
         assert not found, f"engine/{name}.py names {sorted(set(found))}"
 
 
