@@ -47,6 +47,7 @@ class Engine:
         eos = m.config.eos_token_id
         self.eos_token_ids: list[int] = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
         self.requests = request_processing_for(m, self.tokenizer, self.eos_token_ids)
+        self.max_decoder_len: int = m.max_decoder_len  # read once: a config lookup costs per sequence per step
 
         self.runner = runner = ModelRunner(m, config.device, config.torch_dtype, config.block_size, config.attention_backend)
         bytes_per_block = ModelRunner.bytes_per_block(m, config.block_size, config.torch_dtype)
@@ -200,7 +201,7 @@ class Engine:
             seq.status = SequenceStatus.FINISHED_STOPPED
         elif token in params.stop_token_ids:
             seq.status, seq.stop_reason = SequenceStatus.FINISHED_STOPPED, token
-        elif seq.num_output_tokens >= params.max_tokens or len(seq.token_ids) >= self.model.max_decoder_len:
+        elif seq.num_output_tokens >= params.max_tokens or len(seq.token_ids) >= self.max_decoder_len:
             seq.status = SequenceStatus.FINISHED_LENGTH
         else:
             return
@@ -212,14 +213,18 @@ class Engine:
             completions = self._beam_completions(group)
         else:
             completions = self._completions(group)
+        if group.echo is None:  # the request's fixed fields, built once (and shared by its outputs)
+            group.echo = dict(
+                request_id=group.request_id,
+                prompt=self._prompt_text(group),
+                prompt_token_ids=list(inputs.decoder_token_ids),
+                encoder_prompt=inputs.encoder_prompt,
+                encoder_prompt_token_ids=list(inputs.encoder_token_ids),
+            )
         return RequestOutput(
+            **group.echo,
             **self.requests.annotate(inputs, group.seqs[0]),
             no_speech_prob=group.probe_value,
-            request_id=group.request_id,
-            prompt=self._prompt_text(group),
-            prompt_token_ids=list(inputs.decoder_token_ids),
-            encoder_prompt=inputs.encoder_prompt,
-            encoder_prompt_token_ids=list(inputs.encoder_token_ids),
             outputs=completions,
             finished=group.is_finished,
         )

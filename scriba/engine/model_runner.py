@@ -14,6 +14,8 @@ import torch
 from scriba.engine.cuda_graphs import DecodeGraphs
 from scriba.engine.sampler import Sample, SampleRow, sample
 from scriba.engine.sequence import SequenceGroupMetadata
+from scriba.engine.staging import HostStaging
+from scriba.engine.table_rows import TableRows
 from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, get_backend
 from scriba.kernels.kv_cache import copy_blocks, swap_blocks
@@ -26,12 +28,14 @@ class StepInputs:
 
     input_ids: torch.Tensor
     positions: torch.Tensor
-    encoder_inputs: torch.Tensor | None  # token ids [num_encoder_tokens], or features [num_requests, mel_bins, frames]
+    # token ids [num_encoder_tokens], or features [num_requests, mel_bins, frames]
+    encoder_inputs: torch.Tensor | None
     encoder_positions: torch.Tensor | None
     meta: AttentionMetadata
     sample_indices: torch.Tensor  # [num_rows] decoder token index whose logits are sampled
     rows: list[tuple[SequenceGroupMetadata, int]]  # (group, seq id) per sampled row
-    probes: list[tuple[str, int, int]] = field(default_factory=list)  # (request id, token index, token id)
+    # (request id, token index, token id) per probe
+    probes: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -53,6 +57,8 @@ class ModelRunner:
         self.cpu_caches: list[torch.Tensor] = []
         self.graphs: DecodeGraphs | None = None
         self.history = TokenHistory(model.max_decoder_len, self.device)
+        self.staging = HostStaging(self.device)
+        self.self_rows, self.cross_rows = TableRows(), TableRows()  # decode block tables, kept between steps
 
     def new_kv_caches(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
         layers = self.model.decoder_attention_layers()
@@ -71,10 +77,13 @@ class ModelRunner:
         self.cpu_caches = self.new_kv_caches(num_cpu_blocks, "cpu")
         self.bind_kv_caches(self.kv_caches)
 
-    def capture_decode_graphs(self, max_batch: int, max_self_blocks: int, max_cross_blocks: int, capture: bool = True) -> None:
+    def capture_decode_graphs(
+        self, max_batch: int, max_self_blocks: int, max_cross_blocks: int, capture: bool = True
+    ) -> None:
         """Decode-only steps of up to max_batch sequences then replay CUDA graphs (with
         capture=False: run eagerly on the same padded buffers)."""
-        self.graphs = DecodeGraphs(self.model, self.backend, self.device, max_batch, max_self_blocks, max_cross_blocks, capture)
+        sizes = (max_batch, max_self_blocks, max_cross_blocks)
+        self.graphs = DecodeGraphs(self.model, self.backend, self.device, *sizes, capture)
         if capture:
             self.graphs.capture_all()
 
@@ -82,7 +91,8 @@ class ModelRunner:
     def bytes_per_block(model, block_size: int, dtype: torch.dtype) -> int:
         layers = model.decoder_attention_layers()
         attn = layers[0][0]
-        return len(layers) * 2 * block_size * attn.num_heads * attn.head_dim * torch.empty((), dtype=dtype).element_size()
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        return len(layers) * 2 * block_size * attn.num_heads * attn.head_dim * itemsize
 
     @torch.inference_mode()
     def execute(
@@ -97,20 +107,25 @@ class ModelRunner:
         swap_blocks(self.cpu_caches, self.kv_caches, list(swap_in))
         copy_blocks(self.kv_caches, list(copies))
         if not prefills and not decodes:
+            self.self_rows.gather([], [])  # sequences away from this step may come back changed
+            self.cross_rows.gather([], [])
             return StepResult({}, {})
         step = self.prepare_inputs(prefills, decodes)
         if self.graphs is not None and self.graphs.fits(step.meta):
             logits = self.graphs.run(step.input_ids, step.positions, step.meta).float()
         else:
-            hidden = self.model(step.input_ids, step.positions, step.meta, step.encoder_inputs, step.encoder_positions)
+            encoder = (step.encoder_inputs, step.encoder_positions)
+            hidden = self.model(step.input_ids, step.positions, step.meta, *encoder)
             logits = self.model.compute_logits(hidden[step.sample_indices]).float()
         extra = None
         if step.probes:  # raw token probabilities at prompt positions the request processing asked for
             index = torch.tensor([i for _, i, _ in step.probes], device=self.device)
             probs = self.model.compute_logits(hidden[index]).float().softmax(dim=-1)
-            extra = probs.gather(1, torch.tensor([[t] for _, _, t in step.probes], device=self.device))[:, 0]
+            asked = torch.tensor([[t] for _, _, t in step.probes], device=self.device)
+            extra = probs.gather(1, asked)[:, 0]
         rows = [self._sample_row(group, seq_id) for group, seq_id in step.rows]
-        history = _memo(lambda: self.history.rows([(seq_id, row.token_ids) for (_, seq_id), row in zip(step.rows, rows)])[0])
+        seqs = [(seq_id, row.token_ids) for (_, seq_id), row in zip(step.rows, rows)]
+        history = _memo(lambda: self.history.rows(seqs)[0])
         results, values = sample(logits, rows, history, extra=extra)
         probes = {rid: v for (rid, _, _), v in zip(step.probes, values)}
         return StepResult({seq_id: samples for (_, seq_id), samples in zip(step.rows, results)}, probes)
@@ -127,95 +142,179 @@ class ModelRunner:
             num_samples=group.num_samples,
         )
 
-    def _slots(self, table: list[int], start: int, end: int) -> list[int]:
-        bs = self.block_size
-        return [table[p // bs] * bs + p % bs for p in range(start, end)]
+    def prepare_inputs(
+        self, prefills: list[SequenceGroupMetadata], decodes: list[SequenceGroupMetadata]
+    ) -> StepInputs:
+        """Pack [prefill tokens | decode tokens], build the step's attention metadata, and move
+        its integer inputs to the device in one copy."""
+        pre = _pack_prefills(prefills, self.block_size)
+        dec = self._pack_decodes(decodes, len(pre.input_ids))
+        t = self.staging.upload(_step_arrays(pre, dec))
+        meta = self._metadata(pre, dec, t)
+        features = torch.stack(pre.features).to(self.device, self.dtype) if pre.features else None
+        return StepInputs(
+            input_ids=t["input_ids"],
+            positions=t["positions"],
+            encoder_inputs=features if features is not None else t.get("enc_ids"),
+            encoder_positions=t.get("enc_pos"),
+            meta=meta,
+            sample_indices=t["sample_indices"],
+            rows=pre.rows + dec.rows,
+            probes=pre.probes,
+        )
 
-    def prepare_inputs(self, prefills: list[SequenceGroupMetadata], decodes: list[SequenceGroupMetadata]) -> StepInputs:
-        """Pack [prefill tokens | decode tokens] and build the step's attention metadata."""
-        input_ids, positions, slots, sample_indices, rows = [], [], [], [], []
-        enc_ids, enc_pos, enc_cu, cross_slots, features, probes = [], [], [0], [], [], []
-        prefill_cu, cross_cu_k, cross_index = [0], [0], []
-        for group in prefills:
-            enc_start, enc_len = enc_cu[-1], group.encoder_len
-            if group.encoder_features is not None:
-                features.append(torch.as_tensor(group.encoder_features))
-            else:
-                enc_ids += group.encoder_token_ids
-                enc_pos += range(enc_len)
-            enc_cu.append(enc_start + enc_len)
-            cross_slots += self._slots(group.cross_block_table, 0, enc_len)
-            if group.probe is not None:
-                probes.append((group.request_id, len(input_ids) + group.probe[0], group.probe[1]))
-            for seq_id in group.seq_ids:
-                tokens = group.token_ids[seq_id]
-                input_ids += tokens
-                positions += range(len(tokens))
-                slots += self._slots(group.block_tables[seq_id], 0, len(tokens))
-                prefill_cu.append(len(input_ids))
-                cross_index += range(enc_start, enc_start + enc_len)
-                cross_cu_k.append(len(cross_index))
-                sample_indices.append(len(input_ids) - 1)
-                rows.append((group, seq_id))
-        num_prefill = len(input_ids)
+    def _metadata(self, pre: "_Prefills", dec: "_Decodes", t: dict[str, torch.Tensor]) -> AttentionMetadata:
+        """The step's attention metadata over its uploaded arrays `t` (see _step_arrays)."""
+        meta = AttentionMetadata(
+            backend=self.backend,
+            num_encoder_tokens=pre.enc_cu[-1],
+            encoder_cu_seqlens=t.get("enc_cu"),
+            encoder_max_seqlen=_max_diff(pre.enc_cu),
+            num_prefill_tokens=len(pre.input_ids),
+            num_decode_tokens=len(dec.input_ids),
+            prefill_cu_seqlens=t.get("prefill_cu"),
+            prefill_max_seqlen=_max_diff(pre.prefill_cu),
+            slot_mapping=t["slots"],
+            decode_block_tables=t.get("self_tables"),
+            decode_seq_lens=t.get("self_lens"),
+            cross_slot_mapping=t.get("cross_slots"),
+            cross_cu_seqlens_k=t.get("cross_cu_k"),
+            cross_kv_index=t.get("cross_index"),
+            cross_max_seqlen_k=_max_diff(pre.cross_cu_k),
+            cross_block_tables=t.get("cross_tables"),
+            cross_seq_lens=t.get("cross_lens"),
+        )
+        if len(dec.input_ids) and self.backend.name == "torch":  # read runs in place: plan once a step
+            bs = self.block_size
+            meta.decode_plan = plan_decode(dec.table_lists, dec.lens.tolist(), bs)
+            meta.cross_plan = plan_decode(dec.cross_table_lists, dec.cross_lens.tolist(), bs)
+        return meta
 
-        decode_tables, decode_lens, cross_tables, cross_lens = [], [], [], []
+    def _pack_decodes(self, decodes: list[SequenceGroupMetadata], offset: int) -> "_Decodes":
+        """One token per running sequence: its last token at position length - 1, its slot
+        from its (persistent) block table row."""
+        rows, last, lens, tables, cross_keys, cross_tables, cross_lens = [], [], [], [], [], [], []
         for group in decodes:
             for seq_id in group.seq_ids:
                 tokens = group.token_ids[seq_id]
-                pos = len(tokens) - 1
-                input_ids.append(tokens[-1])
-                positions.append(pos)
-                slots += self._slots(group.block_tables[seq_id], pos, pos + 1)
-                decode_tables.append(group.block_tables[seq_id])
-                decode_lens.append(len(tokens))
+                last.append(tokens[-1])
+                lens.append(len(tokens))
+                tables.append(group.block_tables[seq_id])
+                cross_keys.append(group.request_id)
                 cross_tables.append(group.cross_block_table)
                 cross_lens.append(group.encoder_len)
-                sample_indices.append(len(input_ids) - 1)
                 rows.append((group, seq_id))
-
-        dev = self.device
-        ints = lambda xs: torch.tensor(xs, dtype=torch.long, device=dev)  # noqa: E731
-        cu = lambda xs: torch.tensor(xs, dtype=torch.int32, device=dev)  # noqa: E731
-        num_enc = enc_cu[-1]
-        has_enc = num_enc > 0
-        one_seq_per_group = len(cross_index) == num_enc  # then K/V rows are already in order
-        if features:
-            encoder_inputs = torch.stack(features).to(dev, self.dtype)
-        else:
-            encoder_inputs = ints(enc_ids) if has_enc else None
-        meta = AttentionMetadata(
-            backend=self.backend,
-            num_encoder_tokens=num_enc,
-            encoder_cu_seqlens=cu(enc_cu) if has_enc else None,
-            encoder_max_seqlen=max((b - a for a, b in zip(enc_cu, enc_cu[1:])), default=0),
-            num_prefill_tokens=num_prefill,
-            num_decode_tokens=len(input_ids) - num_prefill,
-            prefill_cu_seqlens=cu(prefill_cu) if prefills else None,
-            prefill_max_seqlen=max((b - a for a, b in zip(prefill_cu, prefill_cu[1:])), default=0),
-            slot_mapping=ints(slots),
-            decode_block_tables=_pad_tables(decode_tables, dev) if decodes else None,
-            decode_seq_lens=cu(decode_lens) if decodes else None,
-            cross_slot_mapping=ints(cross_slots) if has_enc else None,
-            cross_cu_seqlens_k=cu(cross_cu_k) if prefills else None,
-            cross_kv_index=None if one_seq_per_group else ints(cross_index),
-            cross_max_seqlen_k=max((b - a for a, b in zip(cross_cu_k, cross_cu_k[1:])), default=0),
-            cross_block_tables=_pad_tables(cross_tables, dev) if decodes else None,
-            cross_seq_lens=cu(cross_lens) if decodes else None,
-        )
-        if decodes and self.backend.name == "torch":  # read runs in place: plan once per step
-            meta.decode_plan = plan_decode(decode_tables, decode_lens, self.block_size)
-            meta.cross_plan = plan_decode(cross_tables, cross_lens, self.block_size)
-        return StepInputs(
-            input_ids=ints(input_ids),
-            positions=ints(positions),
-            encoder_inputs=encoder_inputs,
-            encoder_positions=ints(enc_pos) if enc_pos else None,
-            meta=meta,
-            sample_indices=ints(sample_indices),
+        keys = [seq_id for _, seq_id in rows]
+        self_tables = self.self_rows.gather(keys, tables)
+        lens_arr = np.asarray(lens, dtype=np.int32)
+        pos = lens_arr.astype(np.int64) - 1
+        bs = self.block_size
+        slots = self_tables[np.arange(len(pos)), pos // bs].astype(np.int64) * bs + pos % bs
+        return _Decodes(
+            input_ids=np.asarray(last, dtype=np.int64),
+            positions=pos,
+            slots=slots,
+            sample_indices=np.arange(offset, offset + len(pos), dtype=np.int64),
+            tables=self_tables,
+            lens=lens_arr,
+            cross_tables=self.cross_rows.gather(cross_keys, cross_tables),
+            cross_lens=np.asarray(cross_lens, dtype=np.int32),
+            table_lists=tables,
+            cross_table_lists=cross_tables,
             rows=rows,
-            probes=probes,
         )
+
+
+@dataclass
+class _Prefills:
+    input_ids: list[int] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)
+    slots: list[int] = field(default_factory=list)
+    sample_indices: list[int] = field(default_factory=list)
+    rows: list = field(default_factory=list)
+    enc_ids: list[int] = field(default_factory=list)
+    enc_pos: list[int] = field(default_factory=list)
+    enc_cu: list[int] = field(default_factory=lambda: [0])
+    cross_slots: list[int] = field(default_factory=list)
+    features: list[torch.Tensor] = field(default_factory=list)
+    probes: list = field(default_factory=list)
+    prefill_cu: list[int] = field(default_factory=lambda: [0])
+    cross_cu_k: list[int] = field(default_factory=lambda: [0])
+    cross_index: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _Decodes:
+    input_ids: np.ndarray  # [n] int64
+    positions: np.ndarray  # [n] int64
+    slots: np.ndarray  # [n] int64
+    sample_indices: np.ndarray  # [n] int64
+    tables: np.ndarray  # [n, max_blocks] int32
+    lens: np.ndarray  # [n] int32
+    cross_tables: np.ndarray  # [n, max_cross_blocks] int32
+    cross_lens: np.ndarray  # [n] int32
+    table_lists: list[list[int]]
+    cross_table_lists: list[list[int]]
+    rows: list
+
+
+def _step_arrays(pre: _Prefills, dec: _Decodes) -> dict[str, np.ndarray]:
+    """The step's integer inputs by name: what AttentionMetadata and the model read."""
+    i64 = lambda xs: np.asarray(xs, dtype=np.int64)  # noqa: E731
+    i32 = lambda xs: np.asarray(xs, dtype=np.int32)  # noqa: E731
+    arrays = {
+        "input_ids": np.concatenate([i64(pre.input_ids), dec.input_ids]),
+        "positions": np.concatenate([i64(pre.positions), dec.positions]),
+        "slots": np.concatenate([i64(pre.slots), dec.slots]),
+        "sample_indices": np.concatenate([i64(pre.sample_indices), dec.sample_indices]),
+    }
+    if pre.rows:
+        arrays.update(prefill_cu=i32(pre.prefill_cu), cross_cu_k=i32(pre.cross_cu_k))
+    if pre.enc_cu[-1] > 0:
+        arrays.update(enc_cu=i32(pre.enc_cu), cross_slots=i64(pre.cross_slots))
+        if pre.enc_ids:
+            arrays.update(enc_ids=i64(pre.enc_ids), enc_pos=i64(pre.enc_pos))
+    if len(pre.cross_index) != pre.enc_cu[-1]:  # else the K/V rows are already in order
+        arrays["cross_index"] = i64(pre.cross_index)
+    if dec.rows:
+        arrays.update(self_tables=dec.tables, self_lens=dec.lens)
+        arrays.update(cross_tables=dec.cross_tables, cross_lens=dec.cross_lens)
+    return arrays
+
+
+def _slots(table: list[int], start: int, end: int, block_size: int) -> list[int]:
+    return [table[p // block_size] * block_size + p % block_size for p in range(start, end)]
+
+
+def _pack_prefills(prefills: list[SequenceGroupMetadata], block_size: int) -> _Prefills:
+    """Every token of each prefilling sequence, and its request's encoder inputs."""
+    p = _Prefills()
+    for group in prefills:
+        enc_start, enc_len = p.enc_cu[-1], group.encoder_len
+        if group.encoder_features is not None:
+            p.features.append(torch.as_tensor(group.encoder_features))
+        else:
+            p.enc_ids += group.encoder_token_ids
+            p.enc_pos += range(enc_len)
+        p.enc_cu.append(enc_start + enc_len)
+        p.cross_slots += _slots(group.cross_block_table, 0, enc_len, block_size)
+        if group.probe is not None:
+            p.probes.append((group.request_id, len(p.input_ids) + group.probe[0], group.probe[1]))
+        for seq_id in group.seq_ids:
+            tokens = group.token_ids[seq_id]
+            p.input_ids += tokens
+            p.positions += range(len(tokens))
+            p.slots += _slots(group.block_tables[seq_id], 0, len(tokens), block_size)
+            p.prefill_cu.append(len(p.input_ids))
+            p.cross_index += range(enc_start, enc_start + enc_len)
+            p.cross_cu_k.append(len(p.cross_index))
+            p.sample_indices.append(len(p.input_ids) - 1)
+            p.rows.append((group, seq_id))
+    return p
+
+
+def _max_diff(cu: list[int]) -> int:
+    return max((b - a for a, b in zip(cu, cu[1:])), default=0)
 
 
 def _memo(fn):
@@ -228,12 +327,3 @@ def _memo(fn):
         return cache[0]
 
     return once
-
-
-def _pad_tables(tables: list[list[int]], device: torch.device) -> torch.Tensor:
-    """[num_seqs, max_blocks] int32, padded with block 0 (masked out by the lengths). Filled
-    row by row in numpy: 4x faster than torch.tensor on nested lists (256 x 94: 0.7 ms)."""
-    out = np.zeros((len(tables), max(map(len, tables))), dtype=np.int32)
-    for row, table in zip(out, tables):
-        row[: len(table)] = table
-    return torch.from_numpy(out).to(device)

@@ -20,9 +20,9 @@ class SequenceStatus(enum.Enum):
     FINISHED_LENGTH = "length"
     FINISHED_ABORTED = "abort"
 
-    @property
-    def is_finished(self) -> bool:
-        return self.value in ("stop", "length", "abort")
+    def __init__(self, value: str):
+        # A plain attribute, not a property: it is read for every sequence of every step.
+        self.is_finished = value in ("stop", "length", "abort")
 
 
 _seq_ids = itertools.count()
@@ -80,6 +80,7 @@ class SequenceGroup:
         self.beam = None  # BeamSearch state, for beam_width > 1
         self.probe: tuple[int, int] | None = None  # (decoder index, token) to measure at prefill
         self.probe_value: float | None = None
+        self.echo: dict | None = None  # the RequestOutput fields that never change
 
     @property
     def encoder_len(self) -> int:

@@ -69,3 +69,25 @@ def test_backend_choice():
         get_backend("cuda", "cpu")
     with pytest.raises(ValueError, match="attention_backend must be one of"):
         Engine(attention_backend="flash")
+
+
+def test_step_inputs_move_in_one_copy_per_step(tiny_bart):
+    """Every step's integer inputs go to the device in one copy of one staging buffer (forced
+    on here on the CPU, where it is otherwise skipped); tokens still equal transformers'."""
+    from scriba.engine.staging import HostStaging
+
+    path, hf = tiny_bart
+    prompts = random_prompts(6, seed=5, max_len=50)
+    limits = [12, 3, 9, 12, 1, 7]
+    expected = [gen[:n] for gen, n in zip((gen for gen, _ in hf_generate(hf, prompts, [2, 0], max_new_tokens=12)), limits)]
+    engine = Engine(path, device=DEVICE, dtype="float32", num_kv_blocks=200, max_num_batched_tokens=120)
+    engine.runner.staging = HostStaging(DEVICE, capacity=64, buffered=True)
+    steps = 0
+    for i, (p, n) in enumerate(zip(prompts, limits)):
+        engine.add_request(str(i), {"prompt_token_ids": p}, SamplingParams(max_tokens=n))
+    outputs = {}
+    while engine.has_unfinished_requests():
+        outputs.update((o.request_id, o) for o in engine.step())
+        steps += 1
+    assert engine.runner.staging.copies == steps
+    assert [outputs[str(i)].outputs[0].token_ids for i in range(6)] == expected
