@@ -64,8 +64,11 @@ class ModelRunner:
         layers = self.model.decoder_attention_layers()
         attn = layers[0][0]
         block = (self.block_size, attn.num_heads, attn.head_dim)
-        # Zeros, not empty: a never-written slot may be read under a zero attention weight.
-        return [torch.zeros(2, num_blocks, *block, dtype=self.dtype, device=device) for _ in layers]
+        # Zeros, not empty: a never-written slot may be read under a zero attention weight. A host
+        # pool beside a GPU is pinned, so swaps move without blocking.
+        pin = torch.device(device).type == "cpu" and self.device.type == "cuda" and num_blocks > 0
+        shape = (2, num_blocks, *block)
+        return [torch.zeros(shape, dtype=self.dtype, device=device, pin_memory=pin) for _ in layers]
 
     def bind_kv_caches(self, caches: list[torch.Tensor]) -> None:
         for cache, ops in zip(caches, self.model.decoder_attention_layers()):

@@ -96,10 +96,25 @@ def copy_blocks(kv_caches: list[torch.Tensor], pairs: list[tuple[int, int]]) -> 
 
 
 def swap_blocks(src_caches: list[torch.Tensor], dst_caches: list[torch.Tensor], pairs: list[tuple[int, int]]) -> None:
-    """Copy blocks between two pools (device <-> cpu), layer by layer."""
+    """Copy blocks between two pools (device <-> cpu), layer by layer: gathered on the source
+    side, moved without blocking (through pinned memory), scattered on the destination side;
+    a move to the host waits once for all layers, not once per layer."""
     if not pairs:
         return
     src = torch.tensor([s for s, _ in pairs], device=src_caches[0].device)
     dst = torch.tensor([d for _, d in pairs], device=dst_caches[0].device)
-    for s, d in zip(src_caches, dst_caches):
-        d[:, dst] = s[:, src].to(d.device)
+    moved = [_move(s[:, src], d.device) for s, d in zip(src_caches, dst_caches)]
+    if src_caches[0].device.type == "cuda" and dst_caches[0].device.type == "cpu":
+        torch.cuda.current_stream(src_caches[0].device).synchronize()
+    for d, m in zip(dst_caches, moved):
+        d[:, dst] = m
+
+
+def _move(blocks: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """blocks on `device`, by a non-blocking copy; the caller waits before reading host results."""
+    if blocks.device == device:
+        return blocks
+    if device.type == "cpu":
+        out = torch.empty(blocks.shape, dtype=blocks.dtype, pin_memory=blocks.device.type == "cuda")
+        return out.copy_(blocks, non_blocking=True)
+    return blocks.pin_memory().to(device, non_blocking=True)

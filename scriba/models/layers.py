@@ -47,12 +47,13 @@ class Attention(nn.Module):
             return ops.varlen_attention(q, k, v, cu, cu, n, n, self.scale, causal=False).flatten(1)
 
         num_prefill = meta.num_prefill_tokens
-        out = torch.empty_like(q)
+        parts = []  # prefill rows, then decode rows: a step of one kind returns its op's output as is
         if self.attn_type is AttentionType.DECODER:
             ops.write_kv_cache(k, v, self.kv_cache, meta.slot_mapping)
             if num_prefill:
                 cu, n = meta.prefill_cu_seqlens, meta.prefill_max_seqlen
-                out[:num_prefill] = ops.varlen_attention(q[:num_prefill], k[:num_prefill], v[:num_prefill], cu, cu, n, n, self.scale, causal=True)
+                qkv = (q[:num_prefill], k[:num_prefill], v[:num_prefill])
+                parts.append(ops.varlen_attention(*qkv, cu, cu, n, n, self.scale, causal=True))
             tables, lens, plan = meta.decode_block_tables, meta.decode_seq_lens, meta.decode_plan
         else:
             if k is not None:
@@ -60,13 +61,15 @@ class Attention(nn.Module):
             if num_prefill:
                 if meta.cross_kv_index is not None:  # a request prefilling several sequences
                     k, v = k[meta.cross_kv_index], v[meta.cross_kv_index]
-                out[:num_prefill] = ops.varlen_attention(
+                parts.append(ops.varlen_attention(
                     q[:num_prefill], k, v, meta.prefill_cu_seqlens, meta.cross_cu_seqlens_k,
                     meta.prefill_max_seqlen, meta.cross_max_seqlen_k, self.scale, causal=False,
-                )
+                ))
             tables, lens, plan = meta.cross_block_tables, meta.cross_seq_lens, meta.cross_plan
         if meta.num_decode_tokens:
-            out[num_prefill:] = ops.paged_decode_attention(q[num_prefill:], self.kv_cache, tables, lens, self.scale, plan=plan)
+            paged = (q[num_prefill:], self.kv_cache, tables, lens, self.scale)
+            parts.append(ops.paged_decode_attention(*paged, plan=plan))
+        out = parts[0] if len(parts) == 1 else torch.cat(parts)
         return out.flatten(1)
 
 
