@@ -25,9 +25,20 @@ from transformers import BartConfig, BartForConditionalGeneration
 from scriba import Engine, SamplingParams
 
 BART_BASE = dict(
-    vocab_size=50265, d_model=768, encoder_layers=6, decoder_layers=6, encoder_attention_heads=12,
-    decoder_attention_heads=12, encoder_ffn_dim=3072, decoder_ffn_dim=3072, max_position_embeddings=1024,
-    bos_token_id=0, pad_token_id=1, eos_token_id=2, decoder_start_token_id=2, forced_bos_token_id=0,
+    vocab_size=50265,
+    d_model=768,
+    encoder_layers=6,
+    decoder_layers=6,
+    encoder_attention_heads=12,
+    decoder_attention_heads=12,
+    encoder_ffn_dim=3072,
+    decoder_ffn_dim=3072,
+    max_position_embeddings=1024,
+    bos_token_id=0,
+    pad_token_id=1,
+    eos_token_id=2,
+    decoder_start_token_id=2,
+    forced_bos_token_id=0,
 )
 
 
@@ -49,8 +60,14 @@ def pad_batch(prompts: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
 def hf_generate(model, prompts: list[list[int]], new_tokens: int) -> list[list[int]]:
     ids, mask = pad_batch(prompts)
     out = model.generate(
-        input_ids=ids, attention_mask=mask, decoder_input_ids=torch.tensor([[2, 0]] * len(prompts)),
-        max_new_tokens=new_tokens, do_sample=False, num_beams=1, eos_token_id=None, forced_eos_token_id=None,
+        input_ids=ids,
+        attention_mask=mask,
+        decoder_input_ids=torch.tensor([[2, 0]] * len(prompts)),
+        max_new_tokens=new_tokens,
+        do_sample=False,
+        num_beams=1,
+        eos_token_id=None,
+        forced_eos_token_id=None,
     )
     return out[:, 2:].tolist()
 
@@ -70,7 +87,9 @@ def timed(fn):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--num-requests", type=int, default=32)
     parser.add_argument("--min-len", type=int, default=16)
     parser.add_argument("--max-len", type=int, default=1024, help="up to BART's 1024 input positions")
@@ -104,9 +123,13 @@ def main() -> None:
 
     same = sum(o.outputs[0].token_ids == ref for o, ref in zip(outs, hf_batched))
     lengths = [len(p) for p in prompts]
-    print(f"machine: {cpu_name()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, torch {torch.__version__}")
+    print(
+        f"machine: {cpu_name()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, torch {torch.__version__}"
+    )
     print(f"model: random bart-base shape (d_model 768, 6+6 layers), float32, CPU")
-    print(f"requests: {args.num_requests}, encoder lengths {min(lengths)}..{max(lengths)} (mean {sum(lengths) / len(lengths):.0f}), {args.new_tokens} new tokens each")
+    print(
+        f"requests: {args.num_requests}, encoder lengths {min(lengths)}..{max(lengths)} (mean {sum(lengths) / len(lengths):.0f}), {args.new_tokens} new tokens each"
+    )
     print(f"scriba                     {t_scriba:8.2f} s  {total / t_scriba:8.1f} tok/s")
     print(f"transformers batched       {t_batched:8.2f} s  {total / t_batched:8.1f} tok/s")
     if t_serial is not None:

@@ -28,19 +28,30 @@ CNN = dict(length_penalty=2.0, no_repeat_ngram_size=3, early_stopping=True)
 def hf_beam(model, prompts, new_tokens: int) -> list[list[int]]:
     ids, mask = pad_batch(prompts)
     out = model.generate(
-        input_ids=ids, attention_mask=mask, num_beams=4, max_new_tokens=new_tokens + 1, min_length=0,  # + 1: the forced <BOS>
-        forced_bos_token_id=0, forced_eos_token_id=None, do_sample=False, **CNN,
+        input_ids=ids,
+        attention_mask=mask,
+        num_beams=4,
+        max_new_tokens=new_tokens + 1,
+        min_length=0,  # + 1: the forced <BOS>
+        forced_bos_token_id=0,
+        forced_eos_token_id=None,
+        do_sample=False,
+        **CNN,
     )
     eos = BART_BASE["eos_token_id"]
     rows = []
     for row in out.tolist():
         gen = row[2:]  # after <DEC><BOS>
-        rows.append(gen[: gen.index(eos) + 1] if eos in gen else [t for t in gen if t != BART_BASE["pad_token_id"]])
+        rows.append(
+            gen[: gen.index(eos) + 1] if eos in gen else [t for t in gen if t != BART_BASE["pad_token_id"]]
+        )
     return rows
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--num-requests", type=int, default=16)
     parser.add_argument("--min-len", type=int, default=128)
     parser.add_argument("--max-len", type=int, default=1024)
@@ -67,10 +78,14 @@ def main() -> None:
     same = sum(o.outputs[0].token_ids == r for o, r in zip(outs, ref))
     lengths = [len(p) for p in prompts]
     n = len(prompts)
-    print(f"machine: {cpu_name()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, torch {torch.__version__}")
+    print(
+        f"machine: {cpu_name()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, torch {torch.__version__}"
+    )
     print("model: random bart-base shape (d_model 768, 6+6 layers), float32, CPU")
-    print(f"requests: {n}, encoder lengths {min(lengths)}..{max(lengths)} (mean {sum(lengths) / n:.0f}); 4 beams, "
-          f"length penalty 2.0, no-repeat 3-gram, early stopping, up to {args.new_tokens} tokens")
+    print(
+        f"requests: {n}, encoder lengths {min(lengths)}..{max(lengths)} (mean {sum(lengths) / n:.0f}); 4 beams, "
+        f"length penalty 2.0, no-repeat 3-gram, early stopping, up to {args.new_tokens} tokens"
+    )
     print(f"scriba                  {t_scriba:8.2f} s  {n / t_scriba:6.2f} requests/s")
     print(f"transformers batched    {t_hf:8.2f} s  {n / t_hf:6.2f} requests/s")
     print(f"ratio scriba / transformers: {t_hf / t_scriba:.2f}x")

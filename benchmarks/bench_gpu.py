@@ -29,18 +29,49 @@ import time
 
 import torch
 from bench_bart import pad_batch
-from transformers import BartConfig, BartForConditionalGeneration, GenerationMixin, WhisperConfig, WhisperForConditionalGeneration
+from transformers import (
+    BartConfig,
+    BartForConditionalGeneration,
+    GenerationMixin,
+    WhisperConfig,
+    WhisperForConditionalGeneration,
+)
 
 from scriba import Engine, SamplingParams
 from scriba.kernels.varlen_attention import varlen_attention_flash, varlen_attention_ref
 
 SHAPES = {
-    "whisper": dict(d_model=1280, encoder_layers=32, decoder_layers=32, encoder_attention_heads=20, decoder_attention_heads=20,
-                    encoder_ffn_dim=5120, decoder_ffn_dim=5120, num_mel_bins=128, vocab_size=51866),
-    "bart": dict(d_model=1024, encoder_layers=12, decoder_layers=12, encoder_attention_heads=16, decoder_attention_heads=16,
-                 encoder_ffn_dim=4096, decoder_ffn_dim=4096, vocab_size=50265),
+    "whisper": dict(
+        d_model=1280,
+        encoder_layers=32,
+        decoder_layers=32,
+        encoder_attention_heads=20,
+        decoder_attention_heads=20,
+        encoder_ffn_dim=5120,
+        decoder_ffn_dim=5120,
+        num_mel_bins=128,
+        vocab_size=51866,
+    ),
+    "bart": dict(
+        d_model=1024,
+        encoder_layers=12,
+        decoder_layers=12,
+        encoder_attention_heads=16,
+        decoder_attention_heads=16,
+        encoder_ffn_dim=4096,
+        decoder_ffn_dim=4096,
+        vocab_size=50265,
+    ),
 }
-TINY = dict(d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128)
+TINY = dict(
+    d_model=64,
+    encoder_layers=2,
+    decoder_layers=2,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    encoder_ffn_dim=128,
+    decoder_ffn_dim=128,
+)
 # <|startoftranscript|> <|en|> <|transcribe|> <|notimestamps|> in the large-v3 vocabulary
 WHISPER_PROMPT = [50258, 50259, 50360, 50364]
 
@@ -84,8 +115,15 @@ def make_model(kind: str, folder: str, tiny: bool, dtype, device) -> torch.nn.Mo
     shape = {**SHAPES[kind], **(TINY if tiny else {})}
     with torch.device(device):
         if kind == "whisper":
-            config = WhisperConfig(**shape, max_source_positions=1500, max_target_positions=448, decoder_start_token_id=50258,
-                                   eos_token_id=50257, pad_token_id=50257, bos_token_id=50257)
+            config = WhisperConfig(
+                **shape,
+                max_source_positions=1500,
+                max_target_positions=448,
+                decoder_start_token_id=50258,
+                eos_token_id=50257,
+                pad_token_id=50257,
+                bos_token_id=50257,
+            )
             model = WhisperForConditionalGeneration(config)
         else:
             config = BartConfig(**shape, max_position_embeddings=1024)
@@ -100,7 +138,11 @@ def decoder_bytes(model) -> int:
     cross-attention K/V projections (their output is cached at prefill, never recomputed)."""
     decoder = model.model.decoder
     cached = ("encoder_attn.k_proj.", "encoder_attn.v_proj.")
-    size = sum(p.numel() * p.element_size() for name, p in decoder.named_parameters() if not any(c in name for c in cached))
+    size = sum(
+        p.numel() * p.element_size()
+        for name, p in decoder.named_parameters()
+        if not any(c in name for c in cached)
+    )
     head = model.get_output_embeddings().weight
     if head.data_ptr() != decoder.embed_tokens.weight.data_ptr():
         size += head.numel() * head.element_size()
@@ -116,7 +158,8 @@ def kv_bytes_per_step(model, encoder_lens: list[int], decoder_len: int, dtype) -
 
 def scriba_run(engine: Engine, prompts, new_tokens: int, device) -> tuple[float, float, list[list[int]]]:
     """(wall seconds, median full-batch decode step seconds, token ids)."""
-    params = SamplingParams(max_tokens=new_tokens, min_tokens=new_tokens, ignore_eos=True)  # EOS never chosen, as min_new_tokens
+    # EOS never chosen, as min_new_tokens
+    params = SamplingParams(max_tokens=new_tokens, min_tokens=new_tokens, ignore_eos=True)
     sync(device)
     start = time.perf_counter()
     for i, p in enumerate(prompts):
@@ -148,7 +191,13 @@ def hf_run(model, new_tokens: int, device, encoder_call, **inputs) -> tuple[floa
     start = time.perf_counter()
     with torch.inference_mode():
         out = GenerationMixin.generate(
-            model, **inputs, do_sample=False, num_beams=1, min_new_tokens=new_tokens, max_new_tokens=new_tokens, forced_eos_token_id=None
+            model,
+            **inputs,
+            do_sample=False,
+            num_beams=1,
+            min_new_tokens=new_tokens,
+            max_new_tokens=new_tokens,
+            forced_eos_token_id=None,
         )
     sync(device)
     wall = time.perf_counter() - start
@@ -177,7 +226,9 @@ def profile_decode(engine: Engine, prompts, device, steps: int = 20) -> float:
         wall = (time.perf_counter() - start) / steps
     events = prof.key_averages()
     busy = sum(getattr(e, "self_device_time_total", 0) for e in events) * 1e-6 / steps
-    log(f"profile of {steps} decode steps: {wall * 1e3:.2f} ms per step, device busy {busy * 1e3:.2f} ms, exposed host {(wall - busy) * 1e3:.2f} ms")
+    log(
+        f"profile of {steps} decode steps: {wall * 1e3:.2f} ms per step, device busy {busy * 1e3:.2f} ms, exposed host {(wall - busy) * 1e3:.2f} ms"
+    )
     log("```")
     log(events.table(sort_by="self_device_time_total", row_limit=12, max_name_column_width=60))
     log(events.table(sort_by="self_cpu_time_total", row_limit=12, max_name_column_width=60))
@@ -203,11 +254,15 @@ def report(name, batch, new_tokens, scriba, hf, floor, audio_seconds=None) -> No
         log(f"transformers {hf[0]:8.3f} s  {tokens / hf[0]:9.0f} tok/s" + rtf(hf[0]))
         log(f"ratio (Scriba / transformers throughput): {hf[0] / scriba[0]:.2f}x")
     theirs = f", transformers {hf[1] * 1e3:.2f} ms" if hf else ""
-    log(f"decode step: Scriba {scriba[1] * 1e3:.2f} ms{theirs}, floor {floor * 1e3:.2f} ms -> Scriba at {scriba[1] / floor:.2f}x the floor")
+    log(
+        f"decode step: Scriba {scriba[1] * 1e3:.2f} ms{theirs}, floor {floor * 1e3:.2f} ms -> Scriba at {scriba[1] / floor:.2f}x the floor"
+    )
     if scriba[2] is not None:
         log(f"exposed host time per decode step: {scriba[2] * 1e3:.2f} ms")
     if hf:
-        log(f"greedy tokens identical to transformers: {hf[2]}/{batch} sequences (float16 numerics may differ on random weights)")
+        log(
+            f"greedy tokens identical to transformers: {hf[2]}/{batch} sequences (float16 numerics may differ on random weights)"
+        )
     log()
 
 
@@ -227,18 +282,31 @@ def bench_whisper(args, folder, bandwidth) -> None:
     hf = make_model("whisper", folder, args.tiny, dtype, args.device).eval()
     torch.manual_seed(1)
     features = torch.randn(args.batch, hf.config.num_mel_bins, 3000).mul(0.5)
-    prompts = [{"input_features": f.numpy(), "language": "en", "task": "transcribe", "timestamps": False} for f in features]
+    prompts = [
+        {"input_features": f.numpy(), "language": "en", "task": "transcribe", "timestamps": False}
+        for f in features
+    ]
     s_wall, s_step, host, s_tokens = run_scriba(args, folder, prompts)
     hf_result = None
     if not args.skip_transformers:
         feats = features.to(args.device, dtype)
         prompt = torch.tensor([WHISPER_PROMPT] * args.batch, device=args.device)
-        run = lambda n: hf_run(hf, n, args.device, lambda: hf.model.encoder(feats), input_features=feats, decoder_input_ids=prompt)  # noqa: E731
+        run = lambda n: hf_run(  # noqa: E731
+            hf,
+            n,
+            args.device,
+            lambda: hf.model.encoder(feats),
+            input_features=feats,
+            decoder_input_ids=prompt,
+        )
         run(2)  # warm-up
         h_wall, h_step, h_out = run(args.new_tokens)
         agree = sum(a == b for a, b in zip(s_tokens, h_out[:, len(WHISPER_PROMPT) :].tolist()))
         hf_result = (h_wall, h_step, agree)
-    floor = (decoder_bytes(hf) + kv_bytes_per_step(hf, [1500] * args.batch, len(WHISPER_PROMPT) + args.new_tokens // 2, dtype)) / bandwidth
+    floor = (
+        decoder_bytes(hf)
+        + kv_bytes_per_step(hf, [1500] * args.batch, len(WHISPER_PROMPT) + args.new_tokens // 2, dtype)
+    ) / bandwidth
     name = "whisper-large-v3 shape" if not args.tiny else "tiny Whisper"
     report(name, args.batch, args.new_tokens, (s_wall, s_step, host), hf_result, floor, 30.0 * args.batch)
     del hf
@@ -255,14 +323,25 @@ def bench_bart(args, folder, bandwidth) -> None:
     hf_result = None
     if not args.skip_transformers:
         ids, mask = (t.to(args.device) for t in pad_batch(inputs))  # pads with BART's pad id, 1
-        prompt = torch.tensor([[hf.config.decoder_start_token_id, hf.config.bos_token_id]] * args.batch, device=args.device)
+        prompt = torch.tensor(
+            [[hf.config.decoder_start_token_id, hf.config.bos_token_id]] * args.batch, device=args.device
+        )
         encode = lambda: hf.model.encoder(input_ids=ids, attention_mask=mask)  # noqa: E731
-        run = lambda n: hf_run(hf, n, args.device, encode, input_ids=ids, attention_mask=mask, decoder_input_ids=prompt)  # noqa: E731
+        run = lambda n: hf_run(  # noqa: E731
+            hf, n, args.device, encode, input_ids=ids, attention_mask=mask, decoder_input_ids=prompt
+        )
         run(2)
         h_wall, h_step, h_out = run(args.new_tokens)
         hf_result = (h_wall, h_step, sum(a == b for a, b in zip(s_tokens, h_out[:, 2:].tolist())))
     floor = (decoder_bytes(hf) + kv_bytes_per_step(hf, lengths, 2 + args.new_tokens // 2, dtype)) / bandwidth
-    report("bart-large shape" if not args.tiny else "tiny BART", args.batch, args.new_tokens, (s_wall, s_step, host), hf_result, floor)
+    report(
+        "bart-large shape" if not args.tiny else "tiny BART",
+        args.batch,
+        args.new_tokens,
+        (s_wall, s_step, host),
+        hf_result,
+        floor,
+    )
     del hf
     free(args.device)
 
@@ -277,8 +356,12 @@ def flash_check(device) -> None:
     q, k, v = torch.randn(3, sum(lens), 20, 64, device=device, dtype=torch.float16)
     for causal in (False, True):
         out = varlen_attention_flash(q, k, v, cu, cu, max(lens), max(lens), 0.125, causal)
-        ref = varlen_attention_ref(q.float(), k.float(), v.float(), cu, cu, max(lens), max(lens), 0.125, causal)
-        log(f"flash varlen prefill vs reference (causal={causal}): max abs error {(out.float() - ref).abs().max().item():.1e}")
+        ref = varlen_attention_ref(
+            q.float(), k.float(), v.float(), cu, cu, max(lens), max(lens), 0.125, causal
+        )
+        log(
+            f"flash varlen prefill vs reference (causal={causal}): max abs error {(out.float() - ref).abs().max().item():.1e}"
+        )
 
 
 def main(argv=None) -> None:
@@ -290,8 +373,12 @@ def main(argv=None) -> None:
     parser.add_argument("--models", default="whisper,bart")
     parser.add_argument("--tiny", action="store_true", help="tiny shapes (a smoke run of this script)")
     parser.add_argument("--out", help="also write the report to this file")
-    parser.add_argument("--profile", action="store_true", help="profile 20 decode steps: kernels, exposed host time")
-    parser.add_argument("--skip-transformers", action="store_true", help="Scriba only (its cache does not fit at batch 256)")
+    parser.add_argument(
+        "--profile", action="store_true", help="profile 20 decode steps: kernels, exposed host time"
+    )
+    parser.add_argument(
+        "--skip-transformers", action="store_true", help="Scriba only (its cache does not fit at batch 256)"
+    )
     args = parser.parse_args(argv)
     args.dtype = args.dtype or ("float16" if args.device.startswith("cuda") else "float32")
     global OUT_PATH
@@ -300,7 +387,9 @@ def main(argv=None) -> None:
         open(args.out, "w").close()
     name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "CPU"
     bandwidth = copy_bandwidth(args.device)
-    log(f"# bench_gpu on {name}: torch {torch.__version__}, {args.dtype}; measured copy bandwidth {bandwidth / 1e9:.0f} GB/s")
+    log(
+        f"# bench_gpu on {name}: torch {torch.__version__}, {args.dtype}; measured copy bandwidth {bandwidth / 1e9:.0f} GB/s"
+    )
     log(f"command: python benchmarks/bench_gpu.py {' '.join(argv if argv is not None else sys.argv[1:])}")
     flash_check(args.device)
     log()

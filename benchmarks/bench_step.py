@@ -28,8 +28,15 @@ from scriba import Engine, SamplingParams
 from scriba.models.ctranslate2 import load_ctranslate2_whisper
 from scriba.models.registry import default_model_path
 
-TINY = dict(d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-            decoder_attention_heads=4, encoder_ffn_dim=256, decoder_ffn_dim=256)
+TINY = dict(
+    d_model=64,
+    encoder_layers=2,
+    decoder_layers=2,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    encoder_ffn_dim=256,
+    decoder_ffn_dim=256,
+)
 
 
 def make_model(folder: str):
@@ -69,6 +76,7 @@ def hf_run(model, feats: torch.Tensor, timestamps: bool, tokens: int) -> list[li
 
 def per_step(fn, tokens: int, repeats: int) -> float:
     """Seconds per decode step: (N-token run - 1-token run) / (N - 1), best of `repeats`."""
+
     def best(n: int) -> float:
         times = []
         for _ in range(repeats):
@@ -103,15 +111,21 @@ def main() -> None:
     hf = make_model(folder)
     engine = Engine(folder, device="cpu", dtype="float32", max_num_seqs=max(args.batches))
     print(f"machine: {cpu_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
-    print("model: random tiny Whisper (d_model 64, 2+2 layers) with tiny.en's 51,864-token vocabulary, float32")
-    print(f"{'batch':>6} {'timestamps':>11} {'scriba ms/step':>15} {'transformers ms/step':>21} {'ratio':>7}  same tokens")
+    print(
+        "model: random tiny Whisper (d_model 64, 2+2 layers) with tiny.en's 51,864-token vocabulary, float32"
+    )
+    print(
+        f"{'batch':>6} {'timestamps':>11} {'scriba ms/step':>15} {'transformers ms/step':>21} {'ratio':>7}  same tokens"
+    )
     for batch in args.batches:
         feats = features(batch)
         for timestamps in (True, False):
             ours = per_step(lambda n: scriba_run(engine, feats, timestamps, n), args.tokens, args.repeats)
             theirs = per_step(lambda n: hf_run(hf, feats, timestamps, n), args.tokens, args.repeats)
             same = agreement(scriba_run(engine, feats, timestamps, 8), hf_run(hf, feats, timestamps, 8), 6)
-            print(f"{batch:>6} {str(timestamps):>11} {ours * 1e3:>15.2f} {theirs * 1e3:>21.2f} {theirs / ours:>6.2f}x  {same}")
+            print(
+                f"{batch:>6} {str(timestamps):>11} {ours * 1e3:>15.2f} {theirs * 1e3:>21.2f} {theirs / ours:>6.2f}x  {same}"
+            )
     shutil.rmtree(folder, ignore_errors=True)
 
 

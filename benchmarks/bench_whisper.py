@@ -78,11 +78,18 @@ def hf_pipeline(model, folder: str):
     tokenizer = WhisperTokenizerFast(tokenizer_file=os.path.join(folder, "tokenizer.json"))
     tokenizer.pad_token = "<|endoftext|>"
     asr = pipeline(
-        "automatic-speech-recognition", model=model, tokenizer=tokenizer, feature_extractor=WhisperFeatureExtractor(feature_size=80),
-        chunk_length_s=30, batch_size=16, device="cpu",
+        "automatic-speech-recognition",
+        model=model,
+        tokenizer=tokenizer,
+        feature_extractor=WhisperFeatureExtractor(feature_size=80),
+        chunk_length_s=30,
+        batch_size=16,
+        device="cpu",
     )
     kwargs = dict(num_beams=1, max_new_tokens=MAX_NEW)
-    return lambda files: [o["text"] for o in asr([{"raw": f, "sampling_rate": 16000} for f in files], generate_kwargs=kwargs)]
+    return lambda files: [
+        o["text"] for o in asr([{"raw": f, "sampling_rate": 16000} for f in files], generate_kwargs=kwargs)
+    ]
 
 
 def run_faster_whisper(folder: str, files):
@@ -90,7 +97,9 @@ def run_faster_whisper(folder: str, files):
         from faster_whisper import BatchedInferencePipeline, WhisperModel
     except ImportError:
         return None
-    model = BatchedInferencePipeline(WhisperModel(folder, device="cpu", compute_type="float32", cpu_threads=torch.get_num_threads()))
+    model = BatchedInferencePipeline(
+        WhisperModel(folder, device="cpu", compute_type="float32", cpu_threads=torch.get_num_threads())
+    )
 
     def run():
         for f in files:
@@ -124,7 +133,9 @@ def main() -> None:
     clips = make_clips(args.num_clips, args.seed)
     seconds = sum(len(c) for c in clips) / 16000
     print(f"device: {cpu_name()} ({torch.get_num_threads()} threads), torch {torch.__version__}")
-    print(f"model: Whisper tiny.en (bundled CTranslate2 folder), float32; {len(clips)} clips, {seconds:.0f} s of audio, greedy, no timestamps")
+    print(
+        f"model: Whisper tiny.en (bundled CTranslate2 folder), float32; {len(clips)} clips, {seconds:.0f} s of audio, greedy, no timestamps"
+    )
 
     engine = Engine(folder, device="cpu", dtype="float32")
     state_dict, config, generation_config = load_ctranslate2_whisper(folder)
@@ -153,8 +164,13 @@ def main() -> None:
     texts_ours, texts_hf = [r.text for r in ours()], pipe(files)
     for name, texts in (("Scriba", texts_ours), ("transformers", texts_hf)):
         counts = [t.lower().count("fellow americans") for t in texts]
-        print(f"{name}: 'fellow americans' found {counts} times (spoken {[int(n) for n in np.linspace(5, 15, args.num_files)]})")
-    rows = [("scriba.transcribe (batched)", best_of(args.repeats, ours)), ("transformers pipeline", best_of(args.repeats, lambda: pipe(files)))]
+        print(
+            f"{name}: 'fellow americans' found {counts} times (spoken {[int(n) for n in np.linspace(5, 15, args.num_files)]})"
+        )
+    rows = [
+        ("scriba.transcribe (batched)", best_of(args.repeats, ours)),
+        ("transformers pipeline", best_of(args.repeats, lambda: pipe(files))),
+    ]
     fw = run_faster_whisper(folder, files)
     if fw is not None:
         fw()
@@ -171,6 +187,7 @@ def report(seconds: float, rows: list[tuple[str, float]]) -> None:
     ours = rows[0][1]
     for name, t in rows[1:]:
         print(f"Scriba / {name}: {t / ours:.2f}x")
+
 
 if __name__ == "__main__":
     main()

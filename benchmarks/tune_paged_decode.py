@@ -18,7 +18,9 @@ from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_dec
 def case(seqs: int, length: int, heads=20, dim=64, block=16, dtype=torch.float16):
     per_seq = -(-length // block)
     cache = torch.randn(2, seqs * per_seq + 1, block, heads, dim, device="cuda", dtype=dtype)
-    tables = (torch.randperm(seqs, device="cuda")[:, None] * per_seq + torch.arange(per_seq, device="cuda")).int() + 1
+    tables = (
+        torch.randperm(seqs, device="cuda")[:, None] * per_seq + torch.arange(per_seq, device="cuda")
+    ).int() + 1
     lens = torch.full((seqs,), length, dtype=torch.int32, device="cuda")
     q = torch.randn(seqs, heads, dim, device="cuda", dtype=dtype)
     return q, cache, tables, lens
@@ -34,7 +36,9 @@ def main() -> None:
         configs = itertools.product([64, 128, 256], [4, 8], [2, 3, 4], [None, 2])
         for tile, warps, stages, splits in configs:
             launch = dict(tile=tile, num_warps=warps, num_stages=stages)
-            run = lambda: paged_decode_attention_triton(q, cache, tables, lens, 0.125, num_splits=splits, launch=launch)  # noqa: E731
+            run = lambda: paged_decode_attention_triton(  # noqa: E731
+                q, cache, tables, lens, 0.125, num_splits=splits, launch=launch
+            )
             try:
                 err = (run().float() - ref).abs().max().item()
                 ms = triton.testing.do_bench(run, warmup=20, rep=100, return_mode="median")
@@ -45,9 +49,15 @@ def main() -> None:
     for seqs, length in [(64, 1500), (256, 1500), (64, 80)]:
         mine = sorted((r for r in rows if r[:2] == (seqs, length)), key=lambda r: r[6])
         default = [r for r in mine if r[2:6] == (64, 4, 3, None)]
-        print(f"\n## {seqs} seqs x {length} positions: best 8 of {len(mine)}; default {default[0][6] * 1e3:.1f} us" if default else "")
+        print(
+            f"\n## {seqs} seqs x {length} positions: best 8 of {len(mine)}; default {default[0][6] * 1e3:.1f} us"
+            if default
+            else ""
+        )
         for r in mine[:8]:
-            print(f"tile {r[2]:3d} warps {r[3]} stages {r[4]} splits {r[5]}: {r[6] * 1e3:8.1f} us {r[7]:6.0f} GB/s err {r[8]:.1e}")
+            print(
+                f"tile {r[2]:3d} warps {r[3]} stages {r[4]} splits {r[5]}: {r[6] * 1e3:8.1f} us {r[7]:6.0f} GB/s err {r[8]:.1e}"
+            )
 
 
 if __name__ == "__main__":

@@ -43,7 +43,9 @@ class EngineConfig:
         if self.dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {_DTYPES}, got {self.dtype!r}")
         if self.preemption_mode not in _PREEMPTION_MODES:
-            raise ValueError(f"preemption_mode must be one of {_PREEMPTION_MODES}, got {self.preemption_mode!r}")
+            raise ValueError(
+                f"preemption_mode must be one of {_PREEMPTION_MODES}, got {self.preemption_mode!r}"
+            )
         if self.attention_backend not in _BACKENDS:
             raise ValueError(f"attention_backend must be one of {_BACKENDS}, got {self.attention_backend!r}")
         if self.device != "auto" and self.device.split(":")[0] not in ("cpu", "cuda"):
@@ -57,7 +59,9 @@ class EngineConfig:
         if self.num_cpu_blocks is not None and self.num_cpu_blocks < 0:
             raise ValueError(f"num_cpu_blocks must be >= 0, got {self.num_cpu_blocks}")
         if not 0 < self.kv_cache_memory_fraction <= 1:
-            raise ValueError(f"kv_cache_memory_fraction must be in (0, 1], got {self.kv_cache_memory_fraction}")
+            raise ValueError(
+                f"kv_cache_memory_fraction must be in (0, 1], got {self.kv_cache_memory_fraction}"
+            )
         if not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
         if self.swap_space_gb < 0:
@@ -65,7 +69,9 @@ class EngineConfig:
         if self.device == "auto":
             self.device = "cuda" if _cuda_available() else "cpu"
         elif self.device.startswith("cuda") and not _cuda_available():
-            raise ValueError(f"device {self.device!r} was asked for, but torch sees no CUDA GPU; use device='cpu'")
+            raise ValueError(
+                f"device {self.device!r} was asked for, but torch sees no CUDA GPU; use device='cpu'"
+            )
         on_gpu = self.device.startswith("cuda")
         if self.dtype == "auto":
             self.dtype = "float16" if on_gpu else "float32"

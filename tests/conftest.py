@@ -56,5 +56,12 @@ def tiny_whispers(tmp_path_factory):
     """name -> (folder, transformers model): multilingual 80 mels, English-only, multilingual 128 mels."""
     from tiny_whisper import make_tiny_whisper
 
-    specs = {"multilingual": dict(multilingual=True), "english": dict(multilingual=False, seed=1), "mel128": dict(num_mel_bins=128, seed=2)}
-    return {name: (str(p := tmp_path_factory.mktemp(f"tiny-whisper-{name}")), make_tiny_whisper(str(p), **kw)) for name, kw in specs.items()}
+    specs = {
+        "multilingual": dict(multilingual=True),
+        "english": dict(multilingual=False, seed=1),
+        "mel128": dict(num_mel_bins=128, seed=2),
+    }
+    return {
+        name: (str(p := tmp_path_factory.mktemp(f"tiny-whisper-{name}")), make_tiny_whisper(str(p), **kw))
+        for name, kw in specs.items()
+    }

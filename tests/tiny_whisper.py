@@ -12,7 +12,12 @@ import os
 
 import numpy as np
 import torch
-from transformers import GenerationConfig, PreTrainedTokenizerFast, WhisperConfig, WhisperForConditionalGeneration
+from transformers import (
+    GenerationConfig,
+    PreTrainedTokenizerFast,
+    WhisperConfig,
+    WhisperForConditionalGeneration,
+)
 from transformers.convert_slow_tokenizer import bytes_to_unicode
 
 LANGS = ["en", "de", "fr", "es"]
@@ -26,7 +31,17 @@ NO_SPEECH = START_OF_PREV + 1
 NO_TIMESTAMPS = NO_SPEECH + 1
 TIMESTAMP_BEGIN = NO_TIMESTAMPS + 1
 VOCAB_SIZE = TIMESTAMP_BEGIN + 1501
-SPECIALS = ["<|endoftext|>", "<|startoftranscript|>", *LANG_IDS, "<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nospeech|>", "<|notimestamps|>"]
+SPECIALS = [
+    "<|endoftext|>",
+    "<|startoftranscript|>",
+    *LANG_IDS,
+    "<|translate|>",
+    "<|transcribe|>",
+    "<|startoflm|>",
+    "<|startofprev|>",
+    "<|nospeech|>",
+    "<|notimestamps|>",
+]
 SUPPRESS = [1, 2, 7, TRANSLATE, TRANSCRIBE, START_OF_PREV - 1, START_OF_PREV, NO_SPEECH]
 BEGIN_SUPPRESS = [ord(" "), EOT]
 
@@ -87,7 +102,11 @@ def make_tiny_whisper(path: str, multilingual: bool = True, num_mel_bins: int = 
         suppress_tokens=SUPPRESS,
         begin_suppress_tokens=BEGIN_SUPPRESS,
         max_initial_timestamp_index=50,
-        **(dict(lang_to_id=LANG_IDS, task_to_id={"translate": TRANSLATE, "transcribe": TRANSCRIBE}) if multilingual else {}),
+        **(
+            dict(lang_to_id=LANG_IDS, task_to_id={"translate": TRANSLATE, "transcribe": TRANSCRIBE})
+            if multilingual
+            else {}
+        ),
     )
     os.makedirs(path, exist_ok=True)
     model.save_pretrained(path)

@@ -17,7 +17,9 @@ import sys
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="scriba", description="Scriba: encoder/decoder inference (BART, Whisper).")
+    parser = argparse.ArgumentParser(
+        prog="scriba", description="Scriba: encoder/decoder inference (BART, Whisper)."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("generate", help="run an encoder/decoder model on texts")
     gen.add_argument("model", help="Hugging Face hub id or local checkpoint folder")
@@ -29,14 +31,18 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--device", default="auto")
     gen.add_argument("--json", action="store_true", help="print one JSON object per input")
 
-    tr = sub.add_parser("transcribe", help="transcribe audio files (default model: the bundled Whisper tiny.en)")
+    tr = sub.add_parser(
+        "transcribe", help="transcribe audio files (default model: the bundled Whisper tiny.en)"
+    )
     tr.add_argument("files", nargs="+", help="audio files (wav, flac, ogg, mp3, m4a, mp4, webm, opus, ...)")
     tr.add_argument("--model", default=None, help="Whisper checkpoint: hub id, folder, or CTranslate2 folder")
     tr.add_argument("--language", default=None, help="language code or name (default: detect)")
     tr.add_argument("--task", default="transcribe", choices=["transcribe", "translate"])
     tr.add_argument("--mode", default="batched", choices=["batched", "sequential"])
     tr.add_argument("--beam-size", type=int, default=1)
-    tr.add_argument("--no-timestamps", action="store_true", help="one segment per window, no timestamp tokens")
+    tr.add_argument(
+        "--no-timestamps", action="store_true", help="one segment per window, no timestamp tokens"
+    )
     tr.add_argument("--format", default="txt", choices=["txt", "srt", "vtt", "json"])
     tr.add_argument("--output-dir", default=None, help="write <file stem>.<format> there instead of printing")
     tr.add_argument("--device", default="auto")
@@ -63,12 +69,19 @@ def run_generate(args: argparse.Namespace) -> int:
     texts = args.texts or [line.rstrip("\n") for line in sys.stdin if line.strip()]
     if not texts:
         raise ValueError("no input texts: give them as arguments or on standard input")
-    params = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed)
+    params = SamplingParams(
+        max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed
+    )
     engine = Engine(args.model, device=args.device)
     for out in engine.generate(texts, params):
         completion = out.outputs[0]
         if args.json:
-            record = {"input": out.encoder_prompt, "text": completion.text, "token_ids": completion.token_ids, "finish_reason": completion.finish_reason}
+            record = {
+                "input": out.encoder_prompt,
+                "text": completion.text,
+                "token_ids": completion.token_ids,
+                "finish_reason": completion.finish_reason,
+            }
             print(json.dumps(record, ensure_ascii=False))
         else:
             print(completion.text)
@@ -84,7 +97,10 @@ def run_transcribe(args: argparse.Namespace) -> int:
 
     missing = [f for f in args.files if not os.path.isfile(f)]
     if missing:
-        raise FileNotFoundError(f"no such audio file: {missing[0]}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+        raise FileNotFoundError(
+            f"no such audio file: {missing[0]}"
+            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+        )
     waves, names, failed = [], [], 0
     for f in args.files:  # a file that is not audio is reported; the others are still transcribed
         try:
@@ -95,8 +111,15 @@ def run_transcribe(args: argparse.Namespace) -> int:
             failed += 1
     if waves:
         results = transcribe(
-            waves, model=args.model, language=args.language, task=args.task, mode=args.mode, beam_size=args.beam_size,
-            timestamps=not args.no_timestamps, progress=sys.stderr.isatty(), device=args.device,
+            waves,
+            model=args.model,
+            language=args.language,
+            task=args.task,
+            mode=args.mode,
+            beam_size=args.beam_size,
+            timestamps=not args.no_timestamps,
+            progress=sys.stderr.isatty(),
+            device=args.device,
         )
         for name, result in zip(names, results):
             stem = os.path.splitext(os.path.basename(name))[0]
@@ -117,14 +140,24 @@ def run_summarize(args: argparse.Namespace) -> int:
     else:
         with open(args.file, encoding="utf-8") as f:
             text = f.read()
-    print(summarize(text, model=args.model, max_length=args.max_length, min_length=args.min_length, device=args.device))
+    print(
+        summarize(
+            text, model=args.model, max_length=args.max_length, min_length=args.min_length, device=args.device
+        )
+    )
     return 0
 
 
 def run_ui(args: argparse.Namespace) -> int:
     from scriba.app.ui import launch
 
-    launch(host=args.host, port=args.port, share=args.share, whisper_model=args.whisper_model, summarizer=args.summarizer)
+    launch(
+        host=args.host,
+        port=args.port,
+        share=args.share,
+        whisper_model=args.whisper_model,
+        summarizer=args.summarizer,
+    )
     return 0
 
 
@@ -135,7 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (OSError, ValueError, TypeError, UnicodeDecodeError) as e:  # bad model, bad input: one line, no traceback
+    except (
+        OSError,
+        ValueError,
+        TypeError,
+        UnicodeDecodeError,
+    ) as e:  # bad model, bad input: one line, no traceback
         message = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"scriba: error: {message}", file=sys.stderr)
         return 1

@@ -51,7 +51,9 @@ def compression_ratio(text: str) -> float:
     return len(data) / len(zlib.compress(data)) if data else 0.0
 
 
-def split_segments(result: WindowResult, offset: float, window_seconds: float, timestamp_begin: int, decode) -> tuple[list[Segment], float]:
+def split_segments(
+    result: WindowResult, offset: float, window_seconds: float, timestamp_begin: int, decode
+) -> tuple[list[Segment], float]:
     """openai-whisper's rule: text between consecutive timestamp pairs is a segment.
 
     Returns the segments (times from the audio start, given the window's `offset`) and how
@@ -65,7 +67,16 @@ def split_segments(result: WindowResult, offset: float, window_seconds: float, t
 
     def make(piece: list[int], start: float, end: float) -> Segment:
         text = decode([t for t in piece if t < timestamp_begin])
-        return Segment(offset + start, offset + end, text, piece, result.avg_logprob, result.no_speech_prob, result.temperature, result.compression_ratio)
+        return Segment(
+            offset + start,
+            offset + end,
+            text,
+            piece,
+            result.avg_logprob,
+            result.no_speech_prob,
+            result.temperature,
+            result.compression_ratio,
+        )
 
     def seconds(token: int) -> float:
         return (token - timestamp_begin) * TIME_PRECISION

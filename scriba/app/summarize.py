@@ -54,7 +54,9 @@ def _length_overrides(engine, max_length: int | None, min_length: int | None) ->
     overrides = {}
     if max_length is not None:
         if max_length <= prompt_len:
-            raise ValueError(f"max_length must be more than {prompt_len} (the decoder's start tokens), got {max_length}")
+            raise ValueError(
+                f"max_length must be more than {prompt_len} (the decoder's start tokens), got {max_length}"
+            )
         overrides["max_tokens"] = max_length - prompt_len
     if min_length is not None:
         if max_length is not None and min_length > max_length:

@@ -20,7 +20,14 @@ import numpy as np
 
 from scriba.app.engines import get_loop
 from scriba.app.segments import Segment, Transcription, WindowResult, compression_ratio, split_segments
-from scriba.engine.audio import SAMPLE_RATE, WINDOW_SAMPLES, WINDOW_SECONDS, AudioInput, is_audio_pair, load_audio
+from scriba.engine.audio import (
+    SAMPLE_RATE,
+    WINDOW_SAMPLES,
+    WINDOW_SECONDS,
+    AudioInput,
+    is_audio_pair,
+    load_audio,
+)
 from scriba.engine.sampling_params import SamplingParams
 
 MODES = ("batched", "sequential")
@@ -67,35 +74,78 @@ def transcribe(
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
-    temperatures = [float(temperature)] if isinstance(temperature, (int, float)) else [float(t) for t in temperature]
+    temperatures = (
+        [float(temperature)] if isinstance(temperature, (int, float)) else [float(t) for t in temperature]
+    )
     if not temperatures or any(t < 0 for t in temperatures):
-        raise ValueError(f"temperature must be a non-negative number or a non-empty sequence of them, got {temperature!r}")
+        raise ValueError(
+            f"temperature must be a non-negative number or a non-empty sequence of them, got {temperature!r}"
+        )
     single = not isinstance(audio, (list, tuple)) or is_audio_pair(audio)
     sources = [audio] if single else list(audio)
     loop = get_loop(model, **engine_config)
     engine = loop.engine
     if not getattr(engine.model, "encodes_audio", False):
         raise ValueError(f"model {engine.config.model!r} is not a speech model (Whisper)")
-    decoder = _WindowDecoder(loop, task, timestamps, temperatures, compression_ratio_threshold, logprob_threshold, no_speech_threshold, progress, beam_size)
+    decoder = _WindowDecoder(
+        loop,
+        task,
+        timestamps,
+        temperatures,
+        compression_ratio_threshold,
+        logprob_threshold,
+        no_speech_threshold,
+        progress,
+        beam_size,
+    )
     # Check the request options once, up front, with the engine's own validation.
-    engine.process({"input_features": np.zeros((engine.model.num_mel_bins, engine.model.num_frames)), "language": language, "task": task})
+    engine.process(
+        {
+            "input_features": np.zeros((engine.model.num_mel_bins, engine.model.num_frames)),
+            "language": language,
+            "task": task,
+        }
+    )
     waves = [load_audio(s) for s in sources]
     prompt_ids = decoder.text_ids(initial_prompt)
     if mode == "batched":
         results = _batched(decoder, waves, language, prompt_ids, no_speech_threshold, logprob_threshold)
     else:
-        results = _sequential(decoder, waves, language, prompt_ids, condition_on_previous_text, no_speech_threshold, logprob_threshold)
+        results = _sequential(
+            decoder,
+            waves,
+            language,
+            prompt_ids,
+            condition_on_previous_text,
+            no_speech_threshold,
+            logprob_threshold,
+        )
     return results[0] if single else results
 
 
 class _WindowDecoder:
     """Decodes batches of windows through the engine, with the temperature fallback."""
 
-    def __init__(self, loop, task, timestamps, temperatures, max_ratio, min_logprob, no_speech_threshold, progress, beam_size=1):
+    def __init__(
+        self,
+        loop,
+        task,
+        timestamps,
+        temperatures,
+        max_ratio,
+        min_logprob,
+        no_speech_threshold,
+        progress,
+        beam_size=1,
+    ):
         self.loop, self.engine, self.task, self.timestamps = loop, loop.engine, task, timestamps
         self.beam_size = beam_size  # used at temperature 0, as openai-whisper does
         self.temperatures = temperatures
-        self.max_ratio, self.min_logprob, self.no_speech_threshold = max_ratio, min_logprob, no_speech_threshold
+        self.max_ratio, self.min_logprob, self.no_speech_threshold = (
+            max_ratio,
+            min_logprob,
+            no_speech_threshold,
+        )
         self.progress = progress
         self.tokens = self.engine.model.tokens
 
@@ -105,7 +155,9 @@ class _WindowDecoder:
         return self.engine.tokenizer(" " + text.strip(), add_special_tokens=False)["input_ids"]
 
     def decode(self, text_tokens: list[int]) -> str:
-        return self.engine.tokenizer.decode([t for t in text_tokens if t < self.tokens.eot], skip_special_tokens=True)
+        return self.engine.tokenizer.decode(
+            [t for t in text_tokens if t < self.tokens.eot], skip_special_tokens=True
+        )
 
     def run(self, jobs: list[_Job]) -> list[WindowResult]:
         results: list[WindowResult | None] = [None] * len(jobs)
@@ -128,19 +180,37 @@ class _WindowDecoder:
     def _needs_fallback(self, r: WindowResult) -> bool:
         too_repetitive = self.max_ratio is not None and r.compression_ratio > self.max_ratio
         too_unlikely = self.min_logprob is not None and r.avg_logprob < self.min_logprob
-        is_silence = self.no_speech_threshold is not None and r.no_speech_prob > self.no_speech_threshold and too_unlikely
+        is_silence = (
+            self.no_speech_threshold is not None
+            and r.no_speech_prob > self.no_speech_threshold
+            and too_unlikely
+        )
         return (too_repetitive or too_unlikely) and not is_silence
 
     def _generate(self, jobs: list[_Job], temperature: float) -> list[WindowResult]:
         prompts, params = [], []
         for job in jobs:
             detect = job.language is None and self.tokens.is_multilingual
-            prompts.append({"audio": (job.samples, SAMPLE_RATE), "language": job.language, "task": self.task, "timestamps": self.timestamps, "prompt": job.prev_ids})
+            prompts.append(
+                {
+                    "audio": (job.samples, SAMPLE_RATE),
+                    "language": job.language,
+                    "task": self.task,
+                    "timestamps": self.timestamps,
+                    "prompt": job.prev_ids,
+                }
+            )
             control = (2 + (not self.timestamps)) if detect else 0  # <|lang|> <|task|> [<|notimestamps|>]
             if temperature == 0 and self.beam_size > 1:
-                params.append(SamplingParams(max_tokens=MAX_WINDOW_TOKENS + control, beam_width=self.beam_size))
+                params.append(
+                    SamplingParams(max_tokens=MAX_WINDOW_TOKENS + control, beam_width=self.beam_size)
+                )
             else:
-                params.append(SamplingParams(temperature=temperature, max_tokens=MAX_WINDOW_TOKENS + control, logprobs=0))
+                params.append(
+                    SamplingParams(
+                        temperature=temperature, max_tokens=MAX_WINDOW_TOKENS + control, logprobs=0
+                    )
+                )
         bar = None
         if self.progress:
             from tqdm.auto import tqdm
@@ -182,7 +252,9 @@ class _WindowDecoder:
         return logprob_threshold is None or r.avg_logprob <= logprob_threshold
 
 
-def window_bounds(wave: np.ndarray, min_seconds: float = 20.0, frame_seconds: float = 0.1) -> list[tuple[int, int]]:
+def window_bounds(
+    wave: np.ndarray, min_seconds: float = 20.0, frame_seconds: float = 0.1
+) -> list[tuple[int, int]]:
     """Cut audio into windows of at most 30 s, each ending at the quietest 0.1 s frame of its
     last 10 s, so that a window boundary falls in a pause rather than inside a word."""
     frame, bounds, start = int(frame_seconds * SAMPLE_RATE), [], 0
@@ -202,13 +274,19 @@ def _is_silent(samples: np.ndarray) -> bool:
     return samples.size < MIN_WINDOW_SAMPLES or float(np.abs(samples).max()) < SILENCE_PEAK
 
 
-def _finish(wave: np.ndarray, segments: list[Segment], first: WindowResult | None, language: str | None) -> Transcription:
+def _finish(
+    wave: np.ndarray, segments: list[Segment], first: WindowResult | None, language: str | None
+) -> Transcription:
     lang, prob = (first.language, first.language_probability) if first is not None else (language, None)
     text = "".join(s.text for s in segments).strip()
-    return Transcription(text, lang if lang is not None else language, prob, len(wave) / SAMPLE_RATE, segments)
+    return Transcription(
+        text, lang if lang is not None else language, prob, len(wave) / SAMPLE_RATE, segments
+    )
 
 
-def _batched(decoder: _WindowDecoder, waves, language, prompt_ids, no_speech_threshold, logprob_threshold) -> list[Transcription]:
+def _batched(
+    decoder: _WindowDecoder, waves, language, prompt_ids, no_speech_threshold, logprob_threshold
+) -> list[Transcription]:
     jobs = [
         _Job(f, start / SAMPLE_RATE, wave[start:end], language, list(prompt_ids))
         for f, wave in enumerate(waves)
@@ -223,12 +301,16 @@ def _batched(decoder: _WindowDecoder, waves, language, prompt_ids, no_speech_thr
             continue
         first[job.file] = first[job.file] or result
         window_seconds = len(job.samples) / SAMPLE_RATE
-        segments, _ = split_segments(result, job.offset, window_seconds, decoder.tokens.timestamp_begin, decoder.decode)
+        segments, _ = split_segments(
+            result, job.offset, window_seconds, decoder.tokens.timestamp_begin, decoder.decode
+        )
         per_file[job.file] += segments
     return [_finish(w, segs, fr, language) for w, segs, fr in zip(waves, per_file, first)]
 
 
-def _sequential(decoder: _WindowDecoder, waves, language, prompt_ids, condition, no_speech_threshold, logprob_threshold) -> list[Transcription]:
+def _sequential(
+    decoder: _WindowDecoder, waves, language, prompt_ids, condition, no_speech_threshold, logprob_threshold
+) -> list[Transcription]:
     seek = [0] * len(waves)  # in samples
     segments: list[list[Segment]] = [[] for _ in waves]
     context: list[list[int]] = [list(prompt_ids) for _ in waves]  # the previous text fed as prompt
@@ -240,7 +322,15 @@ def _sequential(decoder: _WindowDecoder, waves, language, prompt_ids, condition,
             while seek[f] < len(wave) and _is_silent(wave[seek[f] : seek[f] + WINDOW_SAMPLES]):
                 seek[f] += WINDOW_SAMPLES
             if seek[f] < len(wave):
-                jobs.append(_Job(f, seek[f] / SAMPLE_RATE, wave[seek[f] : seek[f] + WINDOW_SAMPLES], languages[f], context[f]))
+                jobs.append(
+                    _Job(
+                        f,
+                        seek[f] / SAMPLE_RATE,
+                        wave[seek[f] : seek[f] + WINDOW_SAMPLES],
+                        languages[f],
+                        context[f],
+                    )
+                )
         if not jobs:
             break
         for job, result in zip(jobs, decoder.run(jobs)):
@@ -250,7 +340,9 @@ def _sequential(decoder: _WindowDecoder, waves, language, prompt_ids, condition,
                 seek[f] += len(job.samples)
                 continue
             first[f] = first[f] or result
-            new, advance = split_segments(result, job.offset, window_seconds, decoder.tokens.timestamp_begin, decoder.decode)
+            new, advance = split_segments(
+                result, job.offset, window_seconds, decoder.tokens.timestamp_begin, decoder.decode
+            )
             segments[f] += new
             seek[f] += max(1, int(round(advance * SAMPLE_RATE)))
             if condition and result.temperature <= 0.5:

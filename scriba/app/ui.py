@@ -18,7 +18,26 @@ from scriba.engine.audio import SAMPLE_RATE, AudioError, load_audio
 MAX_UPLOAD = "200mb"
 MAX_AUDIO_SECONDS = 2 * 60 * 60
 MAX_TEXT_CHARS = 200_000
-LANGUAGES = ["auto", "en", "de", "fr", "es", "it", "pt", "nl", "ja", "zh", "ru", "ko", "ar", "hi", "pl", "tr", "sv", "uk"]
+LANGUAGES = [
+    "auto",
+    "en",
+    "de",
+    "fr",
+    "es",
+    "it",
+    "pt",
+    "nl",
+    "ja",
+    "zh",
+    "ru",
+    "ko",
+    "ar",
+    "hi",
+    "pl",
+    "tr",
+    "sv",
+    "uk",
+]
 
 
 def say_duration(seconds: float) -> str:
@@ -38,11 +57,17 @@ def run_transcription(audio_path, model, language, task, timestamps, progress=No
         raise gr.Error(f"Cannot read this audio: {e}") from None
     seconds = len(samples) / SAMPLE_RATE
     if seconds > MAX_AUDIO_SECONDS:
-        raise gr.Error(f"The audio is {say_duration(seconds)} long; this app takes up to {say_duration(MAX_AUDIO_SECONDS)}.")
+        raise gr.Error(
+            f"The audio is {say_duration(seconds)} long; this app takes up to {say_duration(MAX_AUDIO_SECONDS)}."
+        )
     try:
         result = transcribe(
-            (samples, SAMPLE_RATE), model=(model or "").strip() or None, language=None if language == "auto" else language,
-            task=task, timestamps=bool(timestamps), progress=progress is not None,
+            (samples, SAMPLE_RATE),
+            model=(model or "").strip() or None,
+            language=None if language == "auto" else language,
+            task=task,
+            timestamps=bool(timestamps),
+            progress=progress is not None,
         )
     except (OSError, ValueError) as e:
         raise gr.Error(str(e).splitlines()[0]) from None
@@ -70,7 +95,12 @@ def run_summary(text, upload, model, max_length, min_length):
     if min_length and max_length and min_length > max_length:
         raise gr.Error("The minimum length is more than the maximum length.")
     try:
-        return summarize(text, model=(model or "").strip() or DEFAULT_SUMMARIZER, max_length=int(max_length) or None, min_length=int(min_length) or None)
+        return summarize(
+            text,
+            model=(model or "").strip() or DEFAULT_SUMMARIZER,
+            max_length=int(max_length) or None,
+            min_length=int(min_length) or None,
+        )
     except (OSError, ValueError) as e:
         raise gr.Error(str(e).splitlines()[0]) from None
 
@@ -83,7 +113,9 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
         with gr.Tab("Transcribe"):
             audio = gr.Audio(sources=["upload", "microphone"], type="filepath", label="Audio")
             with gr.Row():
-                model = gr.Textbox(value=whisper_model or "", label="Whisper model", placeholder="empty: the bundled tiny.en")
+                model = gr.Textbox(
+                    value=whisper_model or "", label="Whisper model", placeholder="empty: the bundled tiny.en"
+                )
                 language = gr.Dropdown(LANGUAGES, value="auto", label="Language")
                 task = gr.Radio(["transcribe", "translate"], value="transcribe", label="Task")
                 timestamps = gr.Checkbox(value=True, label="Timestamps")
@@ -93,7 +125,9 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
             segments = gr.Dataframe(headers=["start", "end", "text"], label="Segments", interactive=False)
             subtitles = gr.File(label="Subtitles (SRT, VTT)", file_count="multiple")
             to_summary = gr.Button("Summarize this transcript", elem_id="summarize-transcript-button")
-            transcript_summary = gr.Textbox(label="Summary of the transcript", interactive=False, elem_id="transcript-summary")
+            transcript_summary = gr.Textbox(
+                label="Summary of the transcript", interactive=False, elem_id="transcript-summary"
+            )
         with gr.Tab("Summarize"):
             text = gr.Textbox(label="Text", lines=10, elem_id="summary-input")
             upload = gr.File(label="or a .txt file", file_types=[".txt"], type="filepath")
@@ -104,17 +138,38 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
             summarize_btn = gr.Button("Summarize", variant="primary", elem_id="summarize-button")
             summary = gr.Textbox(label="Summary", lines=6, interactive=False, elem_id="summary")
 
-        def transcribe_with_progress(audio_path, model, language, task, timestamps, progress=gr.Progress(track_tqdm=True)):
+        def transcribe_with_progress(
+            audio_path, model, language, task, timestamps, progress=gr.Progress(track_tqdm=True)
+        ):
             return run_transcription(audio_path, model, language, task, timestamps, progress)
 
-        go.click(transcribe_with_progress, [audio, model, language, task, timestamps], [detected, transcript, segments, subtitles], api_name="transcribe")
+        go.click(
+            transcribe_with_progress,
+            [audio, model, language, task, timestamps],
+            [detected, transcript, segments, subtitles],
+            api_name="transcribe",
+        )
         # The transcript is summarized with the model chosen on the Summarize tab.
-        to_summary.click(lambda t, m: run_summary(t, None, m, 0, 0), [transcript, summarizer_box], [transcript_summary])
-        summarize_btn.click(run_summary, [text, upload, summarizer_box, max_length, min_length], [summary], api_name="summarize")
+        to_summary.click(
+            lambda t, m: run_summary(t, None, m, 0, 0), [transcript, summarizer_box], [transcript_summary]
+        )
+        summarize_btn.click(
+            run_summary,
+            [text, upload, summarizer_box, max_length, min_length],
+            [summary],
+            api_name="summarize",
+        )
     # Several requests run at once; their windows join the shared engines' batches.
     return demo.queue(default_concurrency_limit=4)
 
 
-def launch(host: str = "127.0.0.1", port: int = 7860, share: bool = False, whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARIZER, **kwargs):
+def launch(
+    host: str = "127.0.0.1",
+    port: int = 7860,
+    share: bool = False,
+    whisper_model: str | None = None,
+    summarizer: str = DEFAULT_SUMMARIZER,
+    **kwargs,
+):
     demo = build_ui(whisper_model, summarizer)
     return demo.launch(server_name=host, server_port=port, share=share, max_file_size=MAX_UPLOAD, **kwargs)

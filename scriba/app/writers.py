@@ -32,7 +32,10 @@ def to_srt(result: Transcription) -> str:
 
 
 def to_vtt(result: Transcription) -> str:
-    cues = [f"{_clock(seg.start, '.')} --> {_clock(seg.end, '.')}\n{seg.text.strip().replace('-->', '->')}\n" for seg in result.segments]
+    cues = [
+        f"{_clock(seg.start, '.')} --> {_clock(seg.end, '.')}\n{seg.text.strip().replace('-->', '->')}\n"
+        for seg in result.segments
+    ]
     return "WEBVTT\n\n" + "\n".join(cues)
 
 

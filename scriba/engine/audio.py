@@ -89,7 +89,9 @@ def _open(source: AudioInput):
         return io.BytesIO(bytes(source))
     if hasattr(source, "read"):
         return io.BytesIO(source.read())
-    raise AudioError(f"cannot read audio from a {type(source).__name__}: give a path, bytes, a file object or (array, sample_rate)")
+    raise AudioError(
+        f"cannot read audio from a {type(source).__name__}: give a path, bytes, a file object or (array, sample_rate)"
+    )
 
 
 def _decode(source: AudioInput, sample_rate: int) -> tuple[np.ndarray, int]:
@@ -105,9 +107,13 @@ def _decode(source: AudioInput, sample_rate: int) -> tuple[np.ndarray, int]:
     try:
         return _decode_with_av(handle, sample_rate), sample_rate
     except ImportError:
-        raise AudioError(f"could not decode {describe(source)} with soundfile, and PyAV (pip install av) is not installed") from None
+        raise AudioError(
+            f"could not decode {describe(source)} with soundfile, and PyAV (pip install av) is not installed"
+        ) from None
     except Exception as e:
-        raise AudioError(f"could not decode {describe(source)}: not a readable audio file ({type(e).__name__})") from None
+        raise AudioError(
+            f"could not decode {describe(source)}: not a readable audio file ({type(e).__name__})"
+        ) from None
 
 
 def _decode_with_av(handle, sample_rate: int) -> np.ndarray:
@@ -132,7 +138,12 @@ def feature_extractor(num_mel_bins: int, num_frames: int = 3000):
     from transformers import WhisperFeatureExtractor
 
     hop = 160
-    return WhisperFeatureExtractor(feature_size=num_mel_bins, sampling_rate=SAMPLE_RATE, hop_length=hop, chunk_length=num_frames * hop // SAMPLE_RATE)
+    return WhisperFeatureExtractor(
+        feature_size=num_mel_bins,
+        sampling_rate=SAMPLE_RATE,
+        hop_length=hop,
+        chunk_length=num_frames * hop // SAMPLE_RATE,
+    )
 
 
 def log_mel(windows: list[np.ndarray], num_mel_bins: int, num_frames: int = 3000) -> np.ndarray:

@@ -53,7 +53,8 @@ class BeamSearch:
     def step(self, tokens: list[list[int]], logprobs: torch.Tensor) -> list[Selection]:
         """tokens: each running beam's decoder tokens; logprobs [beams, vocab] (processed).
         Returns the next running beams, best first."""
-        logprobs = logprobs.float().cpu()  # the selections are host decisions (and CPU ties, as transformers')
+        # the selections are host decisions (and CPU ties, as transformers')
+        logprobs = logprobs.float().cpu()
         num_beams, vocab = logprobs.shape
         cur_len = len(tokens[0])
         scores = (logprobs + self.running_scores[:, None]).flatten()
@@ -66,7 +67,9 @@ class BeamSearch:
         next_index = torch.topk(running, min(self.width, keep)).indices.tolist()
         self._update_finished(tokens, top_scores, parents, token_ids, stops, cur_len)
         self.running_scores = running[next_index]
-        picked = [Selection(parents[j], token_ids[j], logprobs[parents[j], token_ids[j]].item()) for j in next_index]
+        picked = [
+            Selection(parents[j], token_ids[j], logprobs[parents[j], token_ids[j]].item()) for j in next_index
+        ]
 
         cur_len += 1
         all_finished = all(h is not None for h in self.finished)
@@ -95,7 +98,9 @@ class BeamSearch:
         hypotheses = list(self.finished)
         for j in range(len(parents)):
             hypotheses.append(
-                Hypothesis(tokens[parents[j]] + [token_ids[j]], candidate[j].item(), token_ids[j] in self.eos) if just_finished[j] else None
+                Hypothesis(tokens[parents[j]] + [token_ids[j]], candidate[j].item(), token_ids[j] in self.eos)
+                if just_finished[j]
+                else None
             )
         self.finished_scores = merged[best]
         self.finished = [hypotheses[i] for i in best]

@@ -85,7 +85,10 @@ class BlockTable:
 class BlockManager:
     def __init__(self, block_size: int, num_device_blocks: int, num_cpu_blocks: int, watermark: float = 0.01):
         self.block_size = block_size
-        self.pools = {DEVICE: BlockAllocator(DEVICE, num_device_blocks), CPU: BlockAllocator(CPU, num_cpu_blocks)}
+        self.pools = {
+            DEVICE: BlockAllocator(DEVICE, num_device_blocks),
+            CPU: BlockAllocator(CPU, num_cpu_blocks),
+        }
         # Keep a few blocks back at admission so running sequences can still grow.
         self.watermark_blocks = int(watermark * num_device_blocks)
         self.self_tables: dict[int, BlockTable] = {}
@@ -123,10 +126,14 @@ class BlockManager:
         """Cross table for the request, and a self table per decoder sequence (id -> length)."""
         assert request_id not in self.cross_tables, f"request {request_id} already has a cross table"
         pool = self.pools[DEVICE]
-        self.cross_tables[request_id] = BlockTable(DEVICE, pool.allocate_run(self.num_blocks_for(num_encoder_tokens)))
+        self.cross_tables[request_id] = BlockTable(
+            DEVICE, pool.allocate_run(self.num_blocks_for(num_encoder_tokens))
+        )
         for seq_id, num_tokens in seqs.items():
             assert seq_id not in self.self_tables, f"sequence {seq_id} already has a table"
-            self.self_tables[seq_id] = BlockTable(DEVICE, [pool.allocate() for _ in range(self.num_blocks_for(num_tokens))])
+            self.self_tables[seq_id] = BlockTable(
+                DEVICE, [pool.allocate() for _ in range(self.num_blocks_for(num_tokens))]
+            )
 
     # -- decoding --------------------------------------------------------------------------
     def _needs_block(self, seq_id: int, num_tokens: int) -> bool:

@@ -24,7 +24,16 @@ def batch_buckets(max_batch: int) -> list[int]:
 
 
 class DecodeGraphs:
-    def __init__(self, model, backend, device: torch.device, max_batch: int, max_self_blocks: int, max_cross_blocks: int, capture: bool = True):
+    def __init__(
+        self,
+        model,
+        backend,
+        device: torch.device,
+        max_batch: int,
+        max_self_blocks: int,
+        max_cross_blocks: int,
+        capture: bool = True,
+    ):
         if not backend.is_graph_safe:
             raise ValueError(f"the {backend.name!r} attention backend cannot run in a CUDA graph")
         self.model, self.backend, self.capture = model, backend, capture
@@ -50,11 +59,23 @@ class DecodeGraphs:
 
     def _meta(self, batch: int) -> AttentionMetadata:
         return AttentionMetadata(
-            backend=self.backend, num_encoder_tokens=0, encoder_cu_seqlens=None, encoder_max_seqlen=0,
-            num_prefill_tokens=0, num_decode_tokens=batch, prefill_cu_seqlens=None, prefill_max_seqlen=0,
-            slot_mapping=self.slot_mapping[:batch], decode_block_tables=self.self_tables[:batch], decode_seq_lens=self.self_lens[:batch],
-            cross_slot_mapping=None, cross_cu_seqlens_k=None, cross_kv_index=None, cross_max_seqlen_k=0,
-            cross_block_tables=self.cross_tables[:batch], cross_seq_lens=self.cross_lens[:batch],
+            backend=self.backend,
+            num_encoder_tokens=0,
+            encoder_cu_seqlens=None,
+            encoder_max_seqlen=0,
+            num_prefill_tokens=0,
+            num_decode_tokens=batch,
+            prefill_cu_seqlens=None,
+            prefill_max_seqlen=0,
+            slot_mapping=self.slot_mapping[:batch],
+            decode_block_tables=self.self_tables[:batch],
+            decode_seq_lens=self.self_lens[:batch],
+            cross_slot_mapping=None,
+            cross_cu_seqlens_k=None,
+            cross_kv_index=None,
+            cross_max_seqlen_k=0,
+            cross_block_tables=self.cross_tables[:batch],
+            cross_seq_lens=self.cross_lens[:batch],
         )
 
     def _forward(self, batch: int) -> torch.Tensor:  # [batch, vocab], the model's dtype

@@ -42,24 +42,40 @@ class Engine:
         if model is None:  # the offline default: the bundled tiny.en
             model = config.model = default_model_path()
         self.model, self.model_path = load_model(model, config.device, config.torch_dtype, config.revision)
-        self.tokenizer = _load_tokenizer(config.tokenizer or self.model_path, explicit=config.tokenizer is not None)
+        self.tokenizer = _load_tokenizer(
+            config.tokenizer or self.model_path, explicit=config.tokenizer is not None
+        )
         m = self.model
         eos = m.config.eos_token_id
         self.eos_token_ids: list[int] = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
         self.requests = request_processing_for(m, self.tokenizer, self.eos_token_ids)
-        self.max_decoder_len: int = m.max_decoder_len  # read once: a config lookup costs per sequence per step
+        # read once: a config lookup costs per sequence per step
+        self.max_decoder_len: int = m.max_decoder_len
 
-        self.runner = runner = ModelRunner(m, config.device, config.torch_dtype, config.block_size, config.attention_backend)
+        self.runner = runner = ModelRunner(
+            m, config.device, config.torch_dtype, config.block_size, config.attention_backend
+        )
         bytes_per_block = ModelRunner.bytes_per_block(m, config.block_size, config.torch_dtype)
-        full_request = blocks_for(m.max_encoder_len, config.block_size) + blocks_for(m.max_decoder_len, config.block_size)
+        full_request = blocks_for(m.max_encoder_len, config.block_size) + blocks_for(
+            m.max_decoder_len, config.block_size
+        )
         on_gpu = runner.device.type == "cuda"
         if not on_gpu:
             reuse_freed_memory()
         num_blocks = config.num_kv_blocks
         if num_blocks is None and on_gpu:
-            num_blocks = gpu_kv_blocks(runner, bytes_per_block, full_request, config.gpu_memory_utilization, config.max_num_seqs, config.max_num_batched_tokens)
+            num_blocks = gpu_kv_blocks(
+                runner,
+                bytes_per_block,
+                full_request,
+                config.gpu_memory_utilization,
+                config.max_num_seqs,
+                config.max_num_batched_tokens,
+            )
         elif num_blocks is None:
-            num_blocks = cpu_kv_blocks(bytes_per_block, full_request, config.kv_cache_memory_fraction, config.max_num_seqs)
+            num_blocks = cpu_kv_blocks(
+                bytes_per_block, full_request, config.kv_cache_memory_fraction, config.max_num_seqs
+            )
         num_cpu = config.num_cpu_blocks
         if num_cpu is None:
             num_cpu = min(num_blocks, int(config.swap_space_gb * 2**30) // bytes_per_block)
@@ -68,15 +84,23 @@ class Engine:
         self.scheduler = Scheduler(config, self.block_manager)
         if on_gpu and config.cuda_graphs and runner.backend.is_graph_safe:
             runner.capture_decode_graphs(
-                min(config.max_num_seqs, 256), blocks_for(m.max_decoder_len, config.block_size), blocks_for(m.max_encoder_len, config.block_size)
+                min(config.max_num_seqs, 256),
+                blocks_for(m.max_decoder_len, config.block_size),
+                blocks_for(m.max_encoder_len, config.block_size),
             )
         self.generator = torch.Generator(device=config.device).manual_seed(config.seed)
         self.groups: dict[str, SequenceGroup] = {}
         self._request_ids = itertools.count()
         logger.info(
             "KV cache: %d blocks of %d tokens (%.2f GiB): %d requests of full length (%d encoder + %d decoder positions) fit; attention backend %r%s",
-            num_blocks, config.block_size, num_blocks * bytes_per_block / 2**30, num_blocks // full_request, m.max_encoder_len, m.max_decoder_len,
-            runner.backend.name, ", CUDA graphs for decode" if runner.graphs else "",
+            num_blocks,
+            config.block_size,
+            num_blocks * bytes_per_block / 2**30,
+            num_blocks // full_request,
+            m.max_encoder_len,
+            m.max_decoder_len,
+            runner.backend.name,
+            ", CUDA graphs for decode" if runner.graphs else "",
         )
 
     # -- online API ---------------------------------------------------------------------------
@@ -85,7 +109,9 @@ class Engine:
         the engine's state: safe from any thread, so callers do their own input work."""
         return self.requests.process(prompt, params)
 
-    def add_request(self, request_id: str, prompt: PromptType | ProcessedRequest, params: SamplingParams | None = None) -> None:
+    def add_request(
+        self, request_id: str, prompt: PromptType | ProcessedRequest, params: SamplingParams | None = None
+    ) -> None:
         """Validate and queue one request (a prompt, or what `process` made of one with its
         params); a bad one raises ValueError and changes nothing."""
         if request_id in self.groups:
@@ -108,7 +134,9 @@ class Engine:
     def _check_fits(self, encoder_len: int, decoder_ids: list[int], params: SamplingParams) -> None:
         if params.num_seqs > self.config.max_num_seqs:
             what = f"beam_width={params.beam_width}" if params.use_beam_search else f"n={params.n}"
-            raise ValueError(f"{what} is more than max_num_seqs={self.config.max_num_seqs} sequences per step")
+            raise ValueError(
+                f"{what} is more than max_num_seqs={self.config.max_num_seqs} sequences per step"
+            )
         bm = self.block_manager
         longest = min(len(decoder_ids) + params.max_tokens, self.model.max_decoder_len)
         need = bm.num_blocks_needed(encoder_len, [longest] * params.num_seqs)
@@ -172,7 +200,9 @@ class Engine:
             token = int(row.argmax())
             beams[0].append(token, row[token].item(), None)
             return
-        picked = group.beam.step([s.token_ids for s in beams], torch.stack([results[s.seq_id] for s in beams]))
+        picked = group.beam.step(
+            [s.token_ids for s in beams], torch.stack([results[s.seq_id] for s in beams])
+        )
         claimed: set[int] = set()
         children = []
         for sel in picked:
@@ -269,7 +299,8 @@ class Engine:
                 CompletionOutput(
                     index=i,
                     token_ids=ids,
-                    cumulative_logprob=hyp.score * (len(hyp.token_ids) - group.beam.prompt_len) ** params.length_penalty,
+                    cumulative_logprob=hyp.score
+                    * (len(hyp.token_ids) - group.beam.prompt_len) ** params.length_penalty,
                     logprobs=None,
                     finish_reason="stop" if hyp.is_eos else "length",
                     score=hyp.score,
@@ -340,7 +371,14 @@ class Engine:
         return [finished[rid] for rid in ids]
 
 
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "sentencepiece.bpe.model", "spiece.model", "tokenizer.model")
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.json",
+    "sentencepiece.bpe.model",
+    "spiece.model",
+    "tokenizer.model",
+)
 
 
 def _load_tokenizer(path: str, explicit: bool):
@@ -348,12 +386,16 @@ def _load_tokenizer(path: str, explicit: bool):
     from transformers import AutoTokenizer
 
     if not explicit and not any(os.path.exists(os.path.join(path, f)) for f in _TOKENIZER_FILES):
-        logger.warning("no tokenizer files in %s: text prompts are disabled, outputs carry token ids only", path)
+        logger.warning(
+            "no tokenizer files in %s: text prompts are disabled, outputs carry token ids only", path
+        )
         return None
     try:
         return AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError, TypeError) as e:
-        logger.warning("no tokenizer for %s (%s): text prompts are disabled, outputs carry token ids only", path, e)
+        logger.warning(
+            "no tokenizer for %s (%s): text prompts are disabled, outputs carry token ids only", path, e
+        )
         return None
 
 

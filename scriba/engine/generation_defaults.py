@@ -11,12 +11,21 @@ from __future__ import annotations
 
 from scriba.engine.sampling_params import SamplingParams
 
-_SAME_NAME = ("length_penalty", "early_stopping", "no_repeat_ngram_size", "repetition_penalty", "num_return_sequences", "forced_eos_token_id")
+_SAME_NAME = (
+    "length_penalty",
+    "early_stopping",
+    "no_repeat_ngram_size",
+    "repetition_penalty",
+    "num_return_sequences",
+    "forced_eos_token_id",
+)
 
 
 def checkpoint_generation_settings(model, task: str | None) -> dict:
     """The generation values the checkpoint sets (generation_config.json over task params)."""
-    settings = dict(((getattr(model.config, "task_specific_params", None) or {}).get(task) or {}) if task else {})
+    settings = dict(
+        ((getattr(model.config, "task_specific_params", None) or {}).get(task) or {}) if task else {}
+    )
     gen = getattr(model, "generation_config", None)
     if gen is not None:
         settings.update(gen.to_diff_dict())

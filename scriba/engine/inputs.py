@@ -74,7 +74,9 @@ class EncoderDecoderInputs:
     @property
     def encoder_len(self) -> int:
         """Encoder positions, which size the cross-attention block table."""
-        return len(self.encoder_token_ids) if self.num_encoder_positions is None else self.num_encoder_positions
+        return (
+            len(self.encoder_token_ids) if self.num_encoder_positions is None else self.num_encoder_positions
+        )
 
 
 class DecoderPromptHooks(Protocol):
@@ -136,7 +138,9 @@ class InputProcessor:
         text = " " + text.strip() if leading_space else text
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def tokenize(self, prompt: Any, which: str, add_special_tokens: bool = True) -> tuple[str | None, list[int]]:
+    def tokenize(
+        self, prompt: Any, which: str, add_special_tokens: bool = True
+    ) -> tuple[str | None, list[int]]:
         if isinstance(prompt, dict):
             if "prompt_token_ids" in prompt:
                 ids = prompt["prompt_token_ids"]
@@ -146,7 +150,9 @@ class InputProcessor:
             if "prompt" in prompt:
                 prompt = prompt["prompt"]
             else:
-                raise ValueError(f"{which} prompt dict needs 'prompt' or 'prompt_token_ids', got keys {sorted(prompt)}")
+                raise ValueError(
+                    f"{which} prompt dict needs 'prompt' or 'prompt_token_ids', got keys {sorted(prompt)}"
+                )
         if not isinstance(prompt, str):
             raise TypeError(f"{which} prompt must be a str or a prompt dict, got {type(prompt).__name__}")
         if which == "encoder" and not prompt.strip():
@@ -159,10 +165,14 @@ class InputProcessor:
         if not ids:
             raise ValueError(f"empty {which} prompt: it has no tokens")
         if len(ids) > max_len:
-            raise ValueError(f"{which} prompt has {len(ids)} tokens, more than the model's {max_len} positions")
+            raise ValueError(
+                f"{which} prompt has {len(ids)} tokens, more than the model's {max_len} positions"
+            )
         bad = [t for t in ids if not 0 <= t < self.limits.vocab_size]
         if bad:
-            raise ValueError(f"{which} prompt has token ids outside the vocabulary [0, {self.limits.vocab_size}): {bad[:5]}")
+            raise ValueError(
+                f"{which} prompt has token ids outside the vocabulary [0, {self.limits.vocab_size}): {bad[:5]}"
+            )
 
 
 def _is_audio(prompt: Any) -> bool:

@@ -63,7 +63,9 @@ def by_key(rows: list[int], procs: list, key: Callable[[Any], Any]) -> dict[Any,
     return groups
 
 
-def select(rows: list[int], procs: list, when: Callable[[int, Any], bool], key: Callable[[Any], Any]) -> dict[Any, list[int]]:
+def select(
+    rows: list[int], procs: list, when: Callable[[int, Any], bool], key: Callable[[Any], Any]
+) -> dict[Any, list[int]]:
     """The rows where `when(row, proc)` holds, grouped by `key(proc)`."""
     active = [(r, p) for r, p in zip(rows, procs) if when(r, p)]
     return by_key([r for r, _ in active], [p for _, p in active], key)
@@ -144,6 +146,7 @@ class MinTokens(LogitsProcessor):
 
 class SuppressTokens(LogitsProcessor):
     order = 60
+
     def __init__(self, token_ids: list[int]):
         self.token_ids = tuple(token_ids)
 
@@ -183,7 +186,9 @@ def apply_processors(logits: torch.Tensor, processors: list[list[LogitsProcessor
         cls.apply(logits, *groups[cls], step)
 
 
-def build_processors(params: SamplingParams, eos_token_ids: list[int], prompt_len: int) -> list[LogitsProcessor]:
+def build_processors(
+    params: SamplingParams, eos_token_ids: list[int], prompt_len: int
+) -> list[LogitsProcessor]:
     """The request's processors (`eos_token_ids` empty with ignore_eos)."""
     processors: list[LogitsProcessor] = []
     if params.repetition_penalty != 1.0:
@@ -196,7 +201,9 @@ def build_processors(params: SamplingParams, eos_token_ids: list[int], prompt_le
     if params.forced_bos_token_id is not None:
         processors.append(ForceToken(params.forced_bos_token_id, at_length=1))
     if params.forced_eos_token_id is not None:
-        processors.append(ForceToken(params.forced_eos_token_id, at_length=prompt_len + params.max_tokens - 1))
+        processors.append(
+            ForceToken(params.forced_eos_token_id, at_length=prompt_len + params.max_tokens - 1)
+        )
     if params.suppress_tokens:
         processors.append(SuppressTokens(params.suppress_tokens))
     return processors

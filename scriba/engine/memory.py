@@ -33,7 +33,14 @@ def cpu_kv_blocks(bytes_per_block: int, per_request: int, fraction: float, max_n
     return max(per_request, min(by_memory, max_num_seqs * per_request))
 
 
-def gpu_kv_blocks(runner, bytes_per_block: int, per_request: int, utilization: float, max_num_seqs: int, max_num_batched_tokens: int) -> int:
+def gpu_kv_blocks(
+    runner,
+    bytes_per_block: int,
+    per_request: int,
+    utilization: float,
+    max_num_seqs: int,
+    max_num_batched_tokens: int,
+) -> int:
     device = runner.device
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(device)
@@ -46,7 +53,10 @@ def gpu_kv_blocks(runner, bytes_per_block: int, per_request: int, utilization: f
     blocks = budget // bytes_per_block
     logger.info(
         "GPU memory: %.1f GiB total, %.0f%% usable; weights + peak activations %.2f GiB; %.2f GiB for the KV cache",
-        total / 2**30, utilization * 100, peak / 2**30, max(budget, 0) / 2**30,
+        total / 2**30,
+        utilization * 100,
+        peak / 2**30,
+        max(budget, 0) / 2**30,
     )
     if blocks < per_request:
         raise RuntimeError(
@@ -69,11 +79,23 @@ def run_largest_step(runner, max_num_seqs: int, max_num_batched_tokens: int) -> 
     cu_dec = torch.arange(num + 1, dtype=torch.int32, device=device)
     zeros = lambda n: torch.zeros(n, dtype=torch.long, device=device)  # noqa: E731
     meta = AttentionMetadata(
-        backend=runner.backend, num_encoder_tokens=num * enc_len, encoder_cu_seqlens=cu_enc, encoder_max_seqlen=enc_len,
-        num_prefill_tokens=num, num_decode_tokens=0, prefill_cu_seqlens=cu_dec, prefill_max_seqlen=1,
-        slot_mapping=zeros(num), decode_block_tables=None, decode_seq_lens=None,
-        cross_slot_mapping=zeros(num * enc_len), cross_cu_seqlens_k=cu_enc, cross_kv_index=None, cross_max_seqlen_k=enc_len,
-        cross_block_tables=None, cross_seq_lens=None,
+        backend=runner.backend,
+        num_encoder_tokens=num * enc_len,
+        encoder_cu_seqlens=cu_enc,
+        encoder_max_seqlen=enc_len,
+        num_prefill_tokens=num,
+        num_decode_tokens=0,
+        prefill_cu_seqlens=cu_dec,
+        prefill_max_seqlen=1,
+        slot_mapping=zeros(num),
+        decode_block_tables=None,
+        decode_seq_lens=None,
+        cross_slot_mapping=zeros(num * enc_len),
+        cross_cu_seqlens_k=cu_enc,
+        cross_kv_index=None,
+        cross_max_seqlen_k=enc_len,
+        cross_block_tables=None,
+        cross_seq_lens=None,
     )
     saved = [op.kv_cache for ops in model.decoder_attention_layers() for op in ops]
     runner.bind_kv_caches(runner.new_kv_caches(1, device))

@@ -56,7 +56,9 @@ def sample(
         logits[b] = torch.log_softmax(logits[b], dim=-1)
     step = StepRows([len(r.token_ids) for r in rows], [r.num_generated for r in rows], history)
     apply_processors(logits, [r.processors for r in rows], step)
-    owners = [i for i, row in enumerate(rows) if not row.params.use_beam_search for _ in range(row.num_samples)]
+    owners = [
+        i for i, row in enumerate(rows) if not row.params.use_beam_search for _ in range(row.num_samples)
+    ]
     parts, num_top = _picks(logits, rows, owners, generator) if owners else ([], 0)
     if extra is not None:
         parts.append(extra.double())
@@ -148,7 +150,9 @@ def _unpack(values: list[float], owners: list[int], num_top: int, rows: list[Sam
         described = None
         if wanted is not None:
             at = slice(k * num_top, k * num_top + wanted)
-            described = {int(t): Logprob(v, rank=r + 1) for r, (t, v) in enumerate(zip(top_ids[at], top_values[at]))}
+            described = {
+                int(t): Logprob(v, rank=r + 1) for r, (t, v) in enumerate(zip(top_ids[at], top_values[at]))
+            }
             if token not in described:
                 described[token] = Logprob(logprob, rank=int(values[2 * n + k]))
         samples.append(Sample(token, logprob, described))

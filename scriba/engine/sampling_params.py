@@ -40,8 +40,13 @@ class SamplingParams:
     def __post_init__(self) -> None:
         _require(isinstance(self.n, int) and self.n >= 1, f"n must be an integer >= 1, got {self.n!r}")
         _require(self.temperature >= 0, f"temperature must be >= 0, got {self.temperature}")
-        _require(self.n == 1 or not self.is_greedy, "n > 1 needs temperature > 0 (greedy samples are identical)")
-        _require(isinstance(self.top_k, int) and self.top_k >= -1, f"top_k must be -1, 0 or positive, got {self.top_k!r}")
+        _require(
+            self.n == 1 or not self.is_greedy, "n > 1 needs temperature > 0 (greedy samples are identical)"
+        )
+        _require(
+            isinstance(self.top_k, int) and self.top_k >= -1,
+            f"top_k must be -1, 0 or positive, got {self.top_k!r}",
+        )
         _require(0 < self.top_p <= 1, f"top_p must be in (0, 1], got {self.top_p}")
         _require(
             isinstance(self.max_tokens, int) and self.max_tokens >= 1,
@@ -52,16 +57,30 @@ class SamplingParams:
             f"min_tokens must be in [0, max_tokens={self.max_tokens}], got {self.min_tokens!r}",
         )
         _require(self.logprobs is None or self.logprobs >= 0, f"logprobs must be >= 0, got {self.logprobs}")
-        _require(self.repetition_penalty > 0, f"repetition_penalty must be > 0, got {self.repetition_penalty}")
-        _require(self.no_repeat_ngram_size >= 0, f"no_repeat_ngram_size must be >= 0, got {self.no_repeat_ngram_size}")
-        _require(isinstance(self.beam_width, int) and self.beam_width >= 1, f"beam_width must be an integer >= 1, got {self.beam_width!r}")
-        _require(self.early_stopping in (True, False, "never"), f"early_stopping must be True, False or 'never', got {self.early_stopping!r}")
+        _require(
+            self.repetition_penalty > 0, f"repetition_penalty must be > 0, got {self.repetition_penalty}"
+        )
+        _require(
+            self.no_repeat_ngram_size >= 0,
+            f"no_repeat_ngram_size must be >= 0, got {self.no_repeat_ngram_size}",
+        )
+        _require(
+            isinstance(self.beam_width, int) and self.beam_width >= 1,
+            f"beam_width must be an integer >= 1, got {self.beam_width!r}",
+        )
+        _require(
+            self.early_stopping in (True, False, "never"),
+            f"early_stopping must be True, False or 'never', got {self.early_stopping!r}",
+        )
         _require(
             isinstance(self.num_return_sequences, int) and 1 <= self.num_return_sequences <= self.beam_width,
             f"num_return_sequences must be in [1, beam_width={self.beam_width}], got {self.num_return_sequences!r}",
         )
         if self.use_beam_search:
-            _require(self.is_greedy and self.n == 1, "beam search is deterministic: use temperature=0 and n=1 with beam_width > 1")
+            _require(
+                self.is_greedy and self.n == 1,
+                "beam search is deterministic: use temperature=0 and n=1 with beam_width > 1",
+            )
             _require(self.logprobs is None, "logprobs are not returned with beam search")
         self.stop_token_ids = list(self.stop_token_ids or [])
         self.suppress_tokens = list(self.suppress_tokens or [])

@@ -69,7 +69,14 @@ class Sequence:
 class SequenceGroup:
     """One request: its inputs, settings, RNG, and decoder sequences (samples or beams)."""
 
-    def __init__(self, request_id: str, inputs: EncoderDecoderInputs, params: SamplingParams, generator: Any, arrival: float):
+    def __init__(
+        self,
+        request_id: str,
+        inputs: EncoderDecoderInputs,
+        params: SamplingParams,
+        generator: Any,
+        arrival: float,
+    ):
         self.request_id = request_id
         self.inputs = inputs
         self.params = params

@@ -46,12 +46,22 @@ def language_code(language: str, tokens) -> str:
         return code
     if code not in tokens.lang_to_id:
         known = ", ".join(sorted(tokens.lang_to_id))
-        hint = f" ({LANGUAGES[code].title()} is not among this model's languages)" if code in LANGUAGES else ""
+        hint = (
+            f" ({LANGUAGES[code].title()} is not among this model's languages)" if code in LANGUAGES else ""
+        )
         raise ValueError(f"unknown language {language!r}{hint}; use one of: {known}")
     return code
 
 
-def plan_decoder_prompt(tokens, language: str | None, task: str, timestamps: bool, prev_ids: list[int], prefix_ids: list[int], max_len: int) -> tuple[list[int], AudioPlan]:
+def plan_decoder_prompt(
+    tokens,
+    language: str | None,
+    task: str,
+    timestamps: bool,
+    prev_ids: list[int],
+    prefix_ids: list[int],
+    max_len: int,
+) -> tuple[list[int], AudioPlan]:
     """The decoder prompt and plan for one window. `tokens` is the model's WhisperTokens."""
     if task not in TASKS:
         raise ValueError(f"task must be 'transcribe' or 'translate', got {task!r}")
@@ -113,7 +123,9 @@ class SuppressAtBegin(LogitsProcessor):
 
     @classmethod
     def apply(cls, logits, rows, procs, step) -> None:
-        for ids, group in select(rows, procs, lambda r, p: step.lengths[r] == p.begin, lambda p: p.token_ids).items():
+        for ids, group in select(
+            rows, procs, lambda r, p: step.lengths[r] == p.begin, lambda p: p.token_ids
+        ).items():
             ban(logits, group, ids)
 
 
@@ -128,7 +140,9 @@ class SuppressFrom(LogitsProcessor):
 
     @classmethod
     def apply(cls, logits, rows, procs, step) -> None:
-        for ids, group in select(rows, procs, lambda r, p: step.lengths[r] >= p.begin, lambda p: p.token_ids).items():
+        for ids, group in select(
+            rows, procs, lambda r, p: step.lengths[r] >= p.begin, lambda p: p.token_ids
+        ).items():
             ban(logits, group, ids)
 
 
@@ -140,13 +154,20 @@ class TimestampRules(LogitsProcessor):
     order = 80
 
     def __init__(self, tokens, begin: int):
-        self.layout = (tokens.eot, tokens.no_timestamps, tokens.timestamp_begin, tokens.max_initial_timestamp_index)
+        self.layout = (
+            tokens.eot,
+            tokens.no_timestamps,
+            tokens.timestamp_begin,
+            tokens.max_initial_timestamp_index,
+        )
         self.begin = begin
 
     @classmethod
     def apply(cls, logits, rows, procs, step) -> None:
         begin_of = {r: p.begin for r, p in zip(rows, procs)}
-        for layout, group in select(rows, procs, lambda r, p: step.lengths[r] >= p.begin, lambda p: p.layout).items():
+        for layout, group in select(
+            rows, procs, lambda r, p: step.lengths[r] >= p.begin, lambda p: p.layout
+        ).items():
             _timestamp_rules(logits, group, [begin_of[r] for r in group], layout, step)
 
 

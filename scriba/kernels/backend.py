@@ -41,7 +41,7 @@ BACKENDS = {b.name: b for b in (TorchBackend, TritonBackend, CudaBackend)}
 
 
 def get_backend(name: str, device: torch.device | str) -> TorchBackend:
-    """"auto" picks "cuda" on a GPU with Triton installed, else "torch"."""
+    """ "auto" picks "cuda" on a GPU with Triton installed, else "torch"."""
     device = torch.device(device)
     if name == "auto":
         name = "cuda" if device.type == "cuda" and HAS_TRITON else "torch"

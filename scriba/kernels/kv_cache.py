@@ -12,9 +12,13 @@ import torch
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
 
 
-def check_write_args(k: torch.Tensor, v: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
+def check_write_args(
+    k: torch.Tensor, v: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor
+) -> None:
     if kv_cache.dim() != 5 or kv_cache.shape[0] != 2:
-        raise ValueError(f"kv_cache must be [2, blocks, block_size, heads, head_dim], got {tuple(kv_cache.shape)}")
+        raise ValueError(
+            f"kv_cache must be [2, blocks, block_size, heads, head_dim], got {tuple(kv_cache.shape)}"
+        )
     if k.shape != v.shape or k.shape[1:] != kv_cache.shape[3:]:
         raise ValueError(f"k/v {tuple(k.shape)} do not fit cache {tuple(kv_cache.shape)}")
     if slot_mapping.shape != (k.shape[0],):
@@ -38,10 +42,20 @@ if HAS_TRITON:
 
     @triton.jit
     def _write_kv_kernel(
-        k_ptr, v_ptr, cache_ptr, slot_ptr,
-        num_tokens, stride_k_tok, stride_k_head, stride_v_tok, stride_v_head, stride_cache_kv,
-        head_dim, heads_x_dim,
-        TOKENS: tl.constexpr, BLOCK_HD: tl.constexpr,
+        k_ptr,
+        v_ptr,
+        cache_ptr,
+        slot_ptr,
+        num_tokens,
+        stride_k_tok,
+        stride_k_head,
+        stride_v_tok,
+        stride_v_head,
+        stride_cache_kv,
+        head_dim,
+        heads_x_dim,
+        TOKENS: tl.constexpr,
+        BLOCK_HD: tl.constexpr,
     ):
         """Each program copies TOKENS tokens' K and V rows (all heads) to their cache slots.
         Slot -1 is padding (CUDA-graph batches) and writes nothing."""
@@ -52,7 +66,8 @@ if HAS_TRITON:
         mask = (slot[:, None] >= 0) & (i[None, :] < heads_x_dim)
         k = tl.load(k_ptr + token[:, None] * stride_k_tok + (head * stride_k_head + d)[None, :], mask=mask)
         v = tl.load(v_ptr + token[:, None] * stride_v_tok + (head * stride_v_head + d)[None, :], mask=mask)
-        dst = cache_ptr + slot[:, None] * heads_x_dim + i[None, :]  # the cache is contiguous: a slot is heads * dim
+        # the cache is contiguous: a slot is heads * dim
+        dst = cache_ptr + slot[:, None] * heads_x_dim + i[None, :]
         tl.store(dst, k, mask=mask)
         tl.store(dst + stride_cache_kv, v, mask=mask)
 
@@ -78,10 +93,20 @@ def write_kv_cache_triton(
     block_hd = next_power_of_2(heads * dim)
     tokens = max(1, min(16, 8192 // block_hd))  # rows per program: 4 for Whisper large's 1280
     _write_kv_kernel[(triton.cdiv(k.shape[0], tokens),)](
-        k, v, kv_cache, slot_mapping,
-        k.shape[0], k.stride(0), k.stride(1), v.stride(0), v.stride(1), kv_cache.stride(0),
-        dim, heads * dim,
-        TOKENS=tokens, BLOCK_HD=block_hd,
+        k,
+        v,
+        kv_cache,
+        slot_mapping,
+        k.shape[0],
+        k.stride(0),
+        k.stride(1),
+        v.stride(0),
+        v.stride(1),
+        kv_cache.stride(0),
+        dim,
+        heads * dim,
+        TOKENS=tokens,
+        BLOCK_HD=block_hd,
     )
 
 
@@ -95,7 +120,9 @@ def copy_blocks(kv_caches: list[torch.Tensor], pairs: list[tuple[int, int]]) -> 
         cache[:, dst] = cache[:, src]
 
 
-def swap_blocks(src_caches: list[torch.Tensor], dst_caches: list[torch.Tensor], pairs: list[tuple[int, int]]) -> None:
+def swap_blocks(
+    src_caches: list[torch.Tensor], dst_caches: list[torch.Tensor], pairs: list[tuple[int, int]]
+) -> None:
     """Copy blocks between two pools (device <-> cpu), layer by layer: gathered on the source
     side, moved without blocking (through pinned memory), scattered on the destination side;
     a move to the host waits once for all layers, not once per layer."""

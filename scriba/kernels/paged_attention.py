@@ -14,16 +14,27 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from scriba.kernels.triton_support import HAS_TRITON, IS_INTERPRETED, next_power_of_2, require_triton, tl, triton
+from scriba.kernels.triton_support import (
+    HAS_TRITON,
+    IS_INTERPRETED,
+    next_power_of_2,
+    require_triton,
+    tl,
+    triton,
+)
 
 
-def check_paged_args(q: torch.Tensor, kv_cache: torch.Tensor, block_tables: torch.Tensor, seq_lens: torch.Tensor) -> None:
+def check_paged_args(
+    q: torch.Tensor, kv_cache: torch.Tensor, block_tables: torch.Tensor, seq_lens: torch.Tensor
+) -> None:
     if q.dim() != 3:
         raise ValueError(f"q must be [seqs, heads, head_dim], got {tuple(q.shape)}")
     if kv_cache.dim() != 5 or kv_cache.shape[0] != 2 or kv_cache.shape[3:] != q.shape[1:]:
         raise ValueError(f"kv_cache {tuple(kv_cache.shape)} does not fit q {tuple(q.shape)}")
     if block_tables.dim() != 2 or block_tables.shape[0] != q.shape[0] or seq_lens.shape != (q.shape[0],):
-        raise ValueError(f"block_tables {tuple(block_tables.shape)} / seq_lens {tuple(seq_lens.shape)} do not match {q.shape[0]} seqs")
+        raise ValueError(
+            f"block_tables {tuple(block_tables.shape)} / seq_lens {tuple(seq_lens.shape)} do not match {q.shape[0]} seqs"
+        )
 
 
 # A table of at least this many consecutive blocks is read in place; shorter or scattered
@@ -59,7 +70,11 @@ def plan_decode(tables: list[list[int]], lengths: list[int], block_size: int) ->
     for row, (table, n) in enumerate(zip(tables, lengths)):
         blocks = table[: -(-n // block_size)]
         first = blocks[0]
-        if len(blocks) >= MIN_BLOCKS_IN_PLACE and blocks[-1] - first == len(blocks) - 1 and blocks == list(range(first, first + len(blocks))):
+        if (
+            len(blocks) >= MIN_BLOCKS_IN_PLACE
+            and blocks[-1] - first == len(blocks) - 1
+            and blocks == list(range(first, first + len(blocks)))
+        ):
             runs.setdefault((first, len(blocks), n), []).append(row)
         else:
             gathered.append(row)
@@ -97,7 +112,9 @@ def paged_decode_attention_ref(
     return out
 
 
-def _attend_runs(q: torch.Tensor, kv_cache: torch.Tensor, batch: RunBatch, scale: float, out: torch.Tensor) -> None:
+def _attend_runs(
+    q: torch.Tensor, kv_cache: torch.Tensor, batch: RunBatch, scale: float, out: torch.Tensor
+) -> None:
     """One SDPA call over a batch of runs, viewed in place as [runs, heads, positions, dim]."""
     _, heads, dim = q.shape
     num_runs, width = len(batch.queries), batch.run_blocks * kv_cache.shape[2]
@@ -112,7 +129,9 @@ def _attend_runs(q: torch.Tensor, kv_cache: torch.Tensor, batch: RunBatch, scale
     queries = queries.view(num_runs, most, heads, dim).transpose(1, 2)  # [runs, heads, most, dim]
     mask = None
     if any(n < width for n in batch.lengths):
-        mask = (torch.arange(width, device=dev)[None, :] < torch.tensor(batch.lengths, device=dev)[:, None])[:, None, None, :]
+        mask = (torch.arange(width, device=dev)[None, :] < torch.tensor(batch.lengths, device=dev)[:, None])[
+            :, None, None, :
+        ]
     attended = F.scaled_dot_product_attention(queries, k, v, attn_mask=mask, scale=scale)
     attended = attended.transpose(1, 2).reshape(num_runs * most, heads, dim)
     out[torch.tensor(rows, device=dev)] = attended[torch.tensor(slots, device=dev)]
@@ -126,7 +145,9 @@ def _attend_gathered(q, kv_cache, block_tables, seq_lens, scale) -> torch.Tensor
     k = kv_cache[0].index_select(0, index).view(shape).transpose(1, 2)  # [seqs, heads, len, dim]
     v = kv_cache[1].index_select(0, index).view(shape).transpose(1, 2)
     mask = torch.arange(k.shape[2], device=q.device)[None, :] < seq_lens[:, None]
-    return F.scaled_dot_product_attention(q[:, :, None, :], k, v, attn_mask=mask[:, None, None, :], scale=scale)[:, :, 0, :]
+    return F.scaled_dot_product_attention(
+        q[:, :, None, :], k, v, attn_mask=mask[:, None, None, :], scale=scale
+    )[:, :, 0, :]
 
 
 # -- Triton -----------------------------------------------------------------------------------
@@ -141,11 +162,31 @@ if HAS_TRITON:
 
     @triton.jit
     def _paged_decode_kernel(
-        q_ptr, cache_ptr, tables_ptr, lens_ptr, out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr,
-        scale, head_dim, partition, num_splits,
-        stride_q_seq, stride_q_head, stride_cache_kv, stride_cache_block, stride_cache_tok, stride_cache_head,
-        stride_table, stride_out_seq, stride_out_head,
-        BLOCK_SIZE: tl.constexpr, BLOCK_D: tl.constexpr, TILE: tl.constexpr, ONE_SPLIT: tl.constexpr,
+        q_ptr,
+        cache_ptr,
+        tables_ptr,
+        lens_ptr,
+        out_ptr,
+        part_max_ptr,
+        part_sum_ptr,
+        part_acc_ptr,
+        scale,
+        head_dim,
+        partition,
+        num_splits,
+        stride_q_seq,
+        stride_q_head,
+        stride_cache_kv,
+        stride_cache_block,
+        stride_cache_tok,
+        stride_cache_head,
+        stride_table,
+        stride_out_seq,
+        stride_out_head,
+        BLOCK_SIZE: tl.constexpr,
+        BLOCK_D: tl.constexpr,
+        TILE: tl.constexpr,
+        ONE_SPLIT: tl.constexpr,
     ):
         """Program (seq, head, split) attends q over positions [split * partition, +partition)
         of the sequence; with one split it writes the output, else a partial (max, sum, acc)."""
@@ -153,7 +194,12 @@ if HAS_TRITON:
         seq_len = tl.load(lens_ptr + seq)
         d = tl.arange(0, BLOCK_D)
         d_mask = d < head_dim
-        q = tl.load(q_ptr + seq * stride_q_seq + head * stride_q_head + d, mask=d_mask, other=0.0).to(tl.float32) * scale
+        q = (
+            tl.load(q_ptr + seq * stride_q_seq + head * stride_q_head + d, mask=d_mask, other=0.0).to(
+                tl.float32
+            )
+            * scale
+        )
         running_max = tl.max(tl.full([TILE], float("-inf"), tl.float32), 0)
         running_sum = tl.sum(tl.zeros([TILE], tl.float32), 0)
         acc = tl.zeros([BLOCK_D], tl.float32)
@@ -162,21 +208,31 @@ if HAS_TRITON:
         for tile_start in range(start, end, TILE):  # every tile holds at least one position
             pos = tile_start + tl.arange(0, TILE)
             valid = pos < end
-            block = tl.load(tables_ptr + seq * stride_table + pos // BLOCK_SIZE, mask=valid, other=0).to(tl.int64)
-            row = block * stride_cache_block + (pos % BLOCK_SIZE) * stride_cache_tok + head * stride_cache_head
+            block = tl.load(tables_ptr + seq * stride_table + pos // BLOCK_SIZE, mask=valid, other=0).to(
+                tl.int64
+            )
+            row = (
+                block * stride_cache_block + (pos % BLOCK_SIZE) * stride_cache_tok + head * stride_cache_head
+            )
             kv_mask = valid[:, None] & d_mask[None, :]
             k = tl.load(cache_ptr + row[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
             scores = tl.where(valid, tl.sum(k * q[None, :], 1), float("-inf"))
             new_max = tl.maximum(running_max, tl.max(scores, 0))
             weights = tl.exp(scores - new_max)
             rescale = tl.exp(running_max - new_max)
-            v = tl.load(cache_ptr + stride_cache_kv + row[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
+            v = tl.load(cache_ptr + stride_cache_kv + row[:, None] + d[None, :], mask=kv_mask, other=0.0).to(
+                tl.float32
+            )
             acc = acc * rescale + tl.sum(weights[:, None] * v, 0)
             running_sum = running_sum * rescale + tl.sum(weights, 0)
             running_max = new_max
         if ONE_SPLIT:
             out = acc / running_sum
-            tl.store(out_ptr + seq * stride_out_seq + head * stride_out_head + d, out.to(out_ptr.dtype.element_ty), mask=d_mask)
+            tl.store(
+                out_ptr + seq * stride_out_seq + head * stride_out_head + d,
+                out.to(out_ptr.dtype.element_ty),
+                mask=d_mask,
+            )
         else:
             # An empty split (start >= seq_len) leaves max = -inf, sum = 0, acc = 0.
             part = (seq * tl.num_programs(1) + head) * num_splits + split
@@ -186,9 +242,16 @@ if HAS_TRITON:
 
     @triton.jit
     def _reduce_splits_kernel(
-        part_max_ptr, part_sum_ptr, part_acc_ptr, out_ptr, head_dim, num_splits,
-        stride_out_seq, stride_out_head,
-        SPLITS: tl.constexpr, BLOCK_D: tl.constexpr,
+        part_max_ptr,
+        part_sum_ptr,
+        part_acc_ptr,
+        out_ptr,
+        head_dim,
+        num_splits,
+        stride_out_seq,
+        stride_out_head,
+        SPLITS: tl.constexpr,
+        BLOCK_D: tl.constexpr,
     ):
         """Program (seq, head) merges the partial softmaxes of its splits (split 0 is never empty)."""
         seq, head = tl.program_id(0), tl.program_id(1)
@@ -201,9 +264,17 @@ if HAS_TRITON:
         weights = tl.exp(maxes - top)
         d = tl.arange(0, BLOCK_D)
         d_mask = d < head_dim
-        accs = tl.load(part_acc_ptr + (part + s)[:, None] * head_dim + d[None, :], mask=s_mask[:, None] & d_mask[None, :], other=0.0)
+        accs = tl.load(
+            part_acc_ptr + (part + s)[:, None] * head_dim + d[None, :],
+            mask=s_mask[:, None] & d_mask[None, :],
+            other=0.0,
+        )
         out = tl.sum(weights[:, None] * accs, 0) / tl.sum(weights * sums, 0)
-        tl.store(out_ptr + seq * stride_out_seq + head * stride_out_head + d, out.to(out_ptr.dtype.element_ty), mask=d_mask)
+        tl.store(
+            out_ptr + seq * stride_out_seq + head * stride_out_head + d,
+            out.to(out_ptr.dtype.element_ty),
+            mask=d_mask,
+        )
 
 
 def plan_splits(num_seqs: int, num_heads: int, max_context: int, tile: int) -> tuple[int, int]:
@@ -258,15 +329,44 @@ def paged_decode_attention_triton(
     part_sum = torch.empty(part_shape, dtype=torch.float32, device=q.device)
     part_acc = torch.empty(*part_shape, dim if not one_split else 1, dtype=torch.float32, device=q.device)
     _paged_decode_kernel[(num_seqs, heads, num_splits)](
-        q, kv_cache, block_tables, seq_lens, out, part_max, part_sum, part_acc,
-        scale, dim, partition, num_splits,
-        q.stride(0), q.stride(1), kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3),
-        block_tables.stride(0), out.stride(0), out.stride(1),
-        BLOCK_SIZE=block_size, BLOCK_D=block_d, TILE=tile, ONE_SPLIT=one_split, **launch,
+        q,
+        kv_cache,
+        block_tables,
+        seq_lens,
+        out,
+        part_max,
+        part_sum,
+        part_acc,
+        scale,
+        dim,
+        partition,
+        num_splits,
+        q.stride(0),
+        q.stride(1),
+        kv_cache.stride(0),
+        kv_cache.stride(1),
+        kv_cache.stride(2),
+        kv_cache.stride(3),
+        block_tables.stride(0),
+        out.stride(0),
+        out.stride(1),
+        BLOCK_SIZE=block_size,
+        BLOCK_D=block_d,
+        TILE=tile,
+        ONE_SPLIT=one_split,
+        **launch,
     )
     if not one_split:
         _reduce_splits_kernel[(num_seqs, heads)](
-            part_max, part_sum, part_acc, out, dim, num_splits, out.stride(0), out.stride(1),
-            SPLITS=next_power_of_2(num_splits), BLOCK_D=block_d,
+            part_max,
+            part_sum,
+            part_acc,
+            out,
+            dim,
+            num_splits,
+            out.stride(0),
+            out.stride(1),
+            SPLITS=next_power_of_2(num_splits),
+            BLOCK_D=block_d,
         )
     return out

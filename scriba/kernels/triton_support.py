@@ -33,7 +33,9 @@ def require_triton(device: torch.device | str) -> None:
     if not HAS_TRITON:
         raise RuntimeError("the Triton kernels need the `triton` package (pip install triton)")
     if not triton_runs_on(device):
-        raise RuntimeError(f"Triton kernels run on CUDA tensors, or on {torch.device(device).type} tensors under TRITON_INTERPRET=1")
+        raise RuntimeError(
+            f"Triton kernels run on CUDA tensors, or on {torch.device(device).type} tensors under TRITON_INTERPRET=1"
+        )
 
 
 def next_power_of_2(n: int) -> int:

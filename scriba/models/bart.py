@@ -30,11 +30,17 @@ class BartStack(nn.Module):
         self.embed_tokens = shared if shared is not None else nn.Embedding(config.vocab_size, config.d_model)
         self.embed_positions = nn.Embedding(config.max_position_embeddings + POSITION_OFFSET, config.d_model)
         self.layernorm_embedding = nn.LayerNorm(config.d_model)
-        self.layers = nn.ModuleList(EncoderDecoderLayer(config, is_decoder, pre_norm) for _ in range(num_layers))
+        self.layers = nn.ModuleList(
+            EncoderDecoderLayer(config, is_decoder, pre_norm) for _ in range(num_layers)
+        )
         self.layer_norm = nn.LayerNorm(config.d_model) if pre_norm else None
 
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata, encoder_hidden=None) -> torch.Tensor:
-        hidden = self.embed_tokens(input_ids) * self.embed_scale + self.embed_positions(positions + POSITION_OFFSET)
+    def forward(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata, encoder_hidden=None
+    ) -> torch.Tensor:
+        hidden = self.embed_tokens(input_ids) * self.embed_scale + self.embed_positions(
+            positions + POSITION_OFFSET
+        )
         hidden = self.layernorm_embedding(hidden)
         for layer in self.layers:
             hidden = layer(hidden, meta, encoder_hidden)

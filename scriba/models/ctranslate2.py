@@ -20,7 +20,14 @@ import struct
 
 import torch
 
-_DTYPES = {0: torch.float32, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.float16, 5: torch.bfloat16}
+_DTYPES = {
+    0: torch.float32,
+    1: torch.int8,
+    2: torch.int16,
+    3: torch.int32,
+    4: torch.float16,
+    5: torch.bfloat16,
+}
 
 
 def is_ctranslate2_folder(path: str) -> bool:
@@ -75,7 +82,9 @@ def read_model_bin(file: str) -> tuple[str, dict[str, torch.Tensor]]:
 def _linear(out: dict, variables: dict, src: str, dst: str | list[str]) -> None:
     """Copy src/weight and src/bias to one HF linear, or split them evenly over several."""
     if f"{src}/weight_scale" in variables:
-        raise ValueError("quantized (int8) CTranslate2 models are not supported; convert with --quantization float16 or float32")
+        raise ValueError(
+            "quantized (int8) CTranslate2 models are not supported; convert with --quantization float16 or float32"
+        )
     names = [dst] if isinstance(dst, str) else dst
     for part in ("weight", "bias"):
         tensor = variables.get(f"{src}/{part}")
@@ -107,12 +116,19 @@ def whisper_state_dict(variables: dict[str, torch.Tensor]) -> dict[str, torch.Te
         for i in range(num_layers):
             src, dst = f"{stack}/layer_{i}", f"{hf}.layers.{i}"
             _norm(out, variables, f"{src}/self_attention/layer_norm", f"{dst}.self_attn_layer_norm")
-            _linear(out, variables, f"{src}/self_attention/linear_0", [f"{dst}.self_attn.{p}_proj" for p in "qkv"])
+            _linear(
+                out, variables, f"{src}/self_attention/linear_0", [f"{dst}.self_attn.{p}_proj" for p in "qkv"]
+            )
             _linear(out, variables, f"{src}/self_attention/linear_1", f"{dst}.self_attn.out_proj")
             if stack == "decoder":
                 _norm(out, variables, f"{src}/attention/layer_norm", f"{dst}.encoder_attn_layer_norm")
                 _linear(out, variables, f"{src}/attention/linear_0", f"{dst}.encoder_attn.q_proj")
-                _linear(out, variables, f"{src}/attention/linear_1", [f"{dst}.encoder_attn.{p}_proj" for p in "kv"])
+                _linear(
+                    out,
+                    variables,
+                    f"{src}/attention/linear_1",
+                    [f"{dst}.encoder_attn.{p}_proj" for p in "kv"],
+                )
                 _linear(out, variables, f"{src}/attention/linear_2", f"{dst}.encoder_attn.out_proj")
             _norm(out, variables, f"{src}/ffn/layer_norm", f"{dst}.final_layer_norm")
             _linear(out, variables, f"{src}/ffn/linear_0", f"{dst}.fc1")
@@ -121,7 +137,9 @@ def whisper_state_dict(variables: dict[str, torch.Tensor]) -> dict[str, torch.Te
         out[f"model.encoder.{conv}.weight"] = variables[f"encoder/{conv}/weight"]
         out[f"model.encoder.{conv}.bias"] = variables[f"encoder/{conv}/bias"]
     out["model.decoder.embed_tokens.weight"] = variables["decoder/embeddings/weight"]
-    out["proj_out.weight"] = variables.get("decoder/projection/weight", variables["decoder/embeddings/weight"])
+    out["proj_out.weight"] = variables.get(
+        "decoder/projection/weight", variables["decoder/embeddings/weight"]
+    )
     return out
 
 
@@ -183,7 +201,9 @@ def whisper_configs(path: str, variables: dict[str, torch.Tensor]):
         alignment_heads=ct2.get("alignment_heads"),
     )
     if is_multilingual:
-        gen["lang_to_id"] = {t: i for t, i in specials.items() if re.fullmatch(r"<\|[a-z]{2,3}\|>", t) and t[2:-2] in LANGUAGES}
+        gen["lang_to_id"] = {
+            t: i for t, i in specials.items() if re.fullmatch(r"<\|[a-z]{2,3}\|>", t) and t[2:-2] in LANGUAGES
+        }
         gen["task_to_id"] = {"translate": specials["<|translate|>"], "transcribe": specials["<|transcribe|>"]}
     return config, GenerationConfig(**gen)
 
@@ -195,4 +215,3 @@ def load_ctranslate2_whisper(path: str):
         raise ValueError(f"{path}: CTranslate2 model of type {spec}; Scriba reads WhisperSpec models only")
     config, generation_config = whisper_configs(path, variables)
     return whisper_state_dict(variables), config, generation_config
-

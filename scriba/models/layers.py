@@ -32,7 +32,8 @@ class Attention(nn.Module):
     def forward(
         self,
         q: torch.Tensor,  # [num_q_tokens, heads * head_dim]
-        k: torch.Tensor | None,  # [num_kv_tokens, heads * head_dim]; None for a cross step with no encoder tokens
+        k: torch.Tensor
+        | None,  # [num_kv_tokens, heads * head_dim]; None for a cross step with no encoder tokens
         v: torch.Tensor | None,
         meta: AttentionMetadata,
     ) -> torch.Tensor:  # [num_q_tokens, heads * head_dim]
@@ -61,10 +62,19 @@ class Attention(nn.Module):
             if num_prefill:
                 if meta.cross_kv_index is not None:  # a request prefilling several sequences
                     k, v = k[meta.cross_kv_index], v[meta.cross_kv_index]
-                parts.append(ops.varlen_attention(
-                    q[:num_prefill], k, v, meta.prefill_cu_seqlens, meta.cross_cu_seqlens_k,
-                    meta.prefill_max_seqlen, meta.cross_max_seqlen_k, self.scale, causal=False,
-                ))
+                parts.append(
+                    ops.varlen_attention(
+                        q[:num_prefill],
+                        k,
+                        v,
+                        meta.prefill_cu_seqlens,
+                        meta.cross_cu_seqlens_k,
+                        meta.prefill_max_seqlen,
+                        meta.cross_max_seqlen_k,
+                        self.scale,
+                        causal=False,
+                    )
+                )
             tables, lens, plan = meta.cross_block_tables, meta.cross_seq_lens, meta.cross_plan
         if meta.num_decode_tokens:
             paged = (q[num_prefill:], self.kv_cache, tables, lens, self.scale)
@@ -81,7 +91,9 @@ class MultiHeadAttention(nn.Module):
     loader splits checkpoint tensors into their shards); out_proj keeps its name.
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, attn_type: AttentionType, bias: bool = True, k_bias: bool = True):
+    def __init__(
+        self, embed_dim: int, num_heads: int, attn_type: AttentionType, bias: bool = True, k_bias: bool = True
+    ):
         super().__init__()
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
@@ -128,7 +140,9 @@ class EncoderDecoderLayer(nn.Module):
         heads = config.decoder_attention_heads if is_decoder else config.encoder_attention_heads
         ffn_dim = config.decoder_ffn_dim if is_decoder else config.encoder_ffn_dim
         self.pre_norm = pre_norm
-        self.self_attn = MultiHeadAttention(dim, heads, AttentionType.DECODER if is_decoder else AttentionType.ENCODER, k_bias=k_bias)
+        self.self_attn = MultiHeadAttention(
+            dim, heads, AttentionType.DECODER if is_decoder else AttentionType.ENCODER, k_bias=k_bias
+        )
         self.self_attn_layer_norm = nn.LayerNorm(dim)
         if is_decoder:
             self.encoder_attn = MultiHeadAttention(dim, heads, AttentionType.CROSS, k_bias=k_bias)
@@ -143,8 +157,14 @@ class EncoderDecoderLayer(nn.Module):
             return hidden + block(norm(hidden))
         return norm(hidden + block(hidden))
 
-    def forward(self, hidden: torch.Tensor, meta: AttentionMetadata, encoder_hidden: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, hidden: torch.Tensor, meta: AttentionMetadata, encoder_hidden: torch.Tensor | None = None
+    ) -> torch.Tensor:
         hidden = self._residual(hidden, self.self_attn_layer_norm, lambda h: self.self_attn(h, meta))
         if hasattr(self, "encoder_attn"):
-            hidden = self._residual(hidden, self.encoder_attn_layer_norm, lambda h: self.encoder_attn(h, meta, encoder_hidden))
-        return self._residual(hidden, self.final_layer_norm, lambda h: self.fc2(self.activation_fn(self.fc1(h))))
+            hidden = self._residual(
+                hidden, self.encoder_attn_layer_norm, lambda h: self.encoder_attn(h, meta, encoder_hidden)
+            )
+        return self._residual(
+            hidden, self.final_layer_norm, lambda h: self.fc2(self.activation_fn(self.fc1(h)))
+        )

@@ -38,7 +38,10 @@ def resolve_model_path(model: str, revision: str | None = None) -> str:
 
 def iterate_checkpoint(path: str) -> Iterator[tuple[str, torch.Tensor]]:
     """(name, tensor) for every tensor of the folder's safetensors or pytorch_model.bin files."""
-    for index_name, single_name in (("model.safetensors.index.json", "model.safetensors"), ("pytorch_model.bin.index.json", "pytorch_model.bin")):
+    for index_name, single_name in (
+        ("model.safetensors.index.json", "model.safetensors"),
+        ("pytorch_model.bin.index.json", "pytorch_model.bin"),
+    ):
         index = os.path.join(path, index_name)
         if os.path.exists(index):
             with open(index) as f:
@@ -96,10 +99,14 @@ def load_weights(model: nn.Module, weights: Iterator[tuple[str, torch.Tensor]]) 
             dest.copy_(tensor)
         loaded.add((param_name, shard))
     optional = getattr(model, "optional_weights", frozenset())
-    missing = sorted(f"{n}" + (f" ({s})" if s else "") for n, s in needed - loaded if not _is_optional(n, s, optional))
+    missing = sorted(
+        f"{n}" + (f" ({s})" if s else "") for n, s in needed - loaded if not _is_optional(n, s, optional)
+    )
     problems = []
     if missing:
-        problems.append(f"missing from the checkpoint: {missing[:10]}" + (" ..." if len(missing) > 10 else ""))
+        problems.append(
+            f"missing from the checkpoint: {missing[:10]}" + (" ..." if len(missing) > 10 else "")
+        )
     if unexpected:
         problems.append(f"not in the model: {unexpected[:10]}" + (" ..." if len(unexpected) > 10 else ""))
     if misshaped:

@@ -57,7 +57,9 @@ def load_generation_config(path: str):
         return None
 
 
-def load_model(model: str, device: str, dtype: torch.dtype, revision: str | None = None) -> tuple[nn.Module, str]:
+def load_model(
+    model: str, device: str, dtype: torch.dtype, revision: str | None = None
+) -> tuple[nn.Module, str]:
     """Build the registered class for the checkpoint at `model`, load its weights strictly.
 
     `model` is a Hugging Face folder or hub id, or a CTranslate2 (faster-whisper) folder.

@@ -47,11 +47,14 @@ class WhisperTokens:
         """From generation_config.json as Hugging Face's Whisper checkpoints write it; where a
         field is absent, from the standard layout after <|endoftext|> (config.eos_token_id)."""
         gen = generation_config
-        get = lambda name, default=None: getattr(gen, name, None) if getattr(gen, name, None) is not None else default  # noqa: E731
+        get = lambda name, default=None: (  # noqa: E731
+            getattr(gen, name, None) if getattr(gen, name, None) is not None else default
+        )
         eot = config.eos_token_id
         multilingual = get("is_multilingual", config.vocab_size >= 51865)
         no_ts = get("no_timestamps_token_id", config.vocab_size - 1502)  # 1501 timestamps follow it
-        num_langs = no_ts - eot - 7  # eot sot <langs> translate transcribe startoflm startofprev nospeech notimestamps
+        # eot sot <langs> translate transcribe startoflm startofprev nospeech notimestamps
+        num_langs = no_ts - eot - 7
         lang_to_id = {k.strip("<|>"): v for k, v in (get("lang_to_id") or {}).items()}
         if not lang_to_id and multilingual:
             from transformers.models.whisper.tokenization_whisper import LANGUAGES
@@ -69,7 +72,9 @@ class WhisperTokens:
             lang_to_id=lang_to_id if multilingual else {},
             is_multilingual=multilingual,
             suppress_tokens=list(get("suppress_tokens", getattr(config, "suppress_tokens", None) or [])),
-            begin_suppress_tokens=list(get("begin_suppress_tokens", getattr(config, "begin_suppress_tokens", None) or [])),
+            begin_suppress_tokens=list(
+                get("begin_suppress_tokens", getattr(config, "begin_suppress_tokens", None) or [])
+            ),
             max_initial_timestamp_index=get("max_initial_timestamp_index", 50),
         )
 
@@ -83,7 +88,9 @@ class WhisperEncoder(nn.Module):
         self.conv1 = nn.Conv1d(config.num_mel_bins, dim, kernel_size=3, padding=1)
         self.conv2 = nn.Conv1d(dim, dim, kernel_size=3, stride=2, padding=1)
         self.embed_positions = nn.Embedding(config.max_source_positions, dim)
-        self.layers = nn.ModuleList(EncoderDecoderLayer(config, False, True, k_bias=False) for _ in range(config.encoder_layers))
+        self.layers = nn.ModuleList(
+            EncoderDecoderLayer(config, False, True, k_bias=False) for _ in range(config.encoder_layers)
+        )
         self.layer_norm = nn.LayerNorm(dim)
 
     def forward(self, features: torch.Tensor, meta: AttentionMetadata) -> torch.Tensor:
@@ -101,7 +108,9 @@ class WhisperDecoder(nn.Module):
         super().__init__()
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model)
         self.embed_positions = nn.Embedding(config.max_target_positions, config.d_model)
-        self.layers = nn.ModuleList(EncoderDecoderLayer(config, True, True, k_bias=False) for _ in range(config.decoder_layers))
+        self.layers = nn.ModuleList(
+            EncoderDecoderLayer(config, True, True, k_bias=False) for _ in range(config.decoder_layers)
+        )
         self.layer_norm = nn.LayerNorm(config.d_model)
 
     def forward(self, input_ids, positions, meta: AttentionMetadata, encoder_hidden=None) -> torch.Tensor:

@@ -16,7 +16,9 @@ def scriba(*args, stdin=None):
 
 def test_generate_prints_what_the_engine_gives(tiny_bart):
     path = tiny_bart[0]
-    expected = Engine(path, num_kv_blocks=64).generate(["hello there", "second input"], SamplingParams(max_tokens=12))
+    expected = Engine(path, num_kv_blocks=64).generate(
+        ["hello there", "second input"], SamplingParams(max_tokens=12)
+    )
     result = scriba("generate", path, "hello there", "second input", "--max-tokens", "12", "--json")
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
@@ -29,7 +31,9 @@ def test_generate_prints_what_the_engine_gives(tiny_bart):
 def test_unknown_model_is_one_line_error(tmp_path):
     result = scriba("generate", str(tmp_path / "nowhere"), "text")
     assert result.returncode == 1
-    assert result.stderr.startswith("scriba: error: could not find model") and "Traceback" not in result.stderr
+    assert (
+        result.stderr.startswith("scriba: error: could not find model") and "Traceback" not in result.stderr
+    )
     assert len(result.stderr.strip().splitlines()) == 1
 
 
@@ -51,16 +55,26 @@ def test_transcribe_formats_to_stdout_and_output_dir(tmp_path):
     result = scriba("transcribe", JFK, "--output-dir", str(out), "--format", "vtt")
     assert result.returncode == 0, result.stderr
     vtt = (out / "jfk.vtt").read_text()
-    assert vtt.startswith("WEBVTT\n\n") and re.search(r"\d\d:\d\d:\d\d\.\d\d\d --> \d\d:\d\d:\d\d\.\d\d\d\n", vtt)
+    assert vtt.startswith("WEBVTT\n\n") and re.search(
+        r"\d\d:\d\d:\d\d\.\d\d\d --> \d\d:\d\d:\d\d\.\d\d\d\n", vtt
+    )
     for fmt in ("txt", "json"):
-        assert scriba("transcribe", JFK, "--output-dir", str(out), "--format", fmt, "--mode", "sequential").returncode == 0
+        assert (
+            scriba(
+                "transcribe", JFK, "--output-dir", str(out), "--format", fmt, "--mode", "sequential"
+            ).returncode
+            == 0
+        )
     assert "your country" in (out / "jfk.txt").read_text().lower()
     assert json.loads((out / "jfk.json").read_text())["language"] == "en"
 
 
 def test_transcribe_bad_files_and_model(tmp_path):
     missing = scriba("transcribe", str(tmp_path / "gone.wav"))
-    assert missing.returncode == 1 and missing.stderr == f"scriba: error: no such audio file: {tmp_path / 'gone.wav'}\n"
+    assert (
+        missing.returncode == 1
+        and missing.stderr == f"scriba: error: no such audio file: {tmp_path / 'gone.wav'}\n"
+    )
     bad = tmp_path / "notes.wav"
     bad.write_text("not audio\n")
     mixed = scriba("transcribe", str(bad), JFK)  # the good file is still transcribed
@@ -77,7 +91,9 @@ def test_summarize_file_and_stdin(tiny_bart, tmp_path):
     doc = tmp_path / "article.txt"
     doc.write_text("The cat sat on the mat. It was happy.")
     from_file = scriba("summarize", str(doc), "--model", path, "--max-length", "12")
-    from_stdin = scriba("summarize", "-", "--model", path, "--max-length", "12", stdin="The cat sat on the mat. It was happy.")
+    from_stdin = scriba(
+        "summarize", "-", "--model", path, "--max-length", "12", stdin="The cat sat on the mat. It was happy."
+    )
     assert from_file.returncode == 0 and from_stdin.returncode == 0, from_file.stderr
     assert from_file.stdout == from_stdin.stdout and from_file.stdout.strip()
     missing = scriba("summarize", str(tmp_path / "none.txt"), "--model", path)

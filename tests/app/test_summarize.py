@@ -19,8 +19,18 @@ def cnn_like(tmp_path_factory):
     with torch.no_grad():
         model.final_logits_bias[0, EOS] = 2.0
     model.generation_config = GenerationConfig(
-        decoder_start_token_id=EOS, bos_token_id=0, eos_token_id=EOS, pad_token_id=PAD, num_beams=4, length_penalty=2.0,
-        max_length=30, min_length=8, no_repeat_ngram_size=3, early_stopping=True, forced_bos_token_id=0, forced_eos_token_id=EOS,
+        decoder_start_token_id=EOS,
+        bos_token_id=0,
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+        num_beams=4,
+        length_penalty=2.0,
+        max_length=30,
+        min_length=8,
+        no_repeat_ngram_size=3,
+        early_stopping=True,
+        forced_bos_token_id=0,
+        forced_eos_token_id=EOS,
     )
     model.save_pretrained(path)
     return path
@@ -60,7 +70,12 @@ def test_lengths_follow_the_checkpoint_and_the_caller(cnn_like, monkeypatch):
     scriba.summarize(text, model=cnn_like)
     scriba.summarize(text, model=cnn_like, max_length=12, min_length=5)
     (default, n_default), (short, n_short) = seen
-    assert (default.beam_width, default.max_tokens, default.min_tokens) == (4, 28, 6)  # 30 / 8 count <DEC><BOS>
+    # 30 / 8 count <DEC><BOS>
+    assert (default.beam_width, default.max_tokens, default.min_tokens) == (
+        4,
+        28,
+        6,
+    )
     assert (short.max_tokens, short.min_tokens) == (10, 3)
     assert 6 <= n_default[0] <= 28 and 3 <= n_short[0] <= 10
     with pytest.raises(ValueError, match="min_length 20 is more than max_length 12"):

@@ -61,13 +61,19 @@ def test_writers_produce_valid_srt_vtt_json(tmp_path):
     assert re.match(r"1\n\d\d:\d\d:\d\d,\d\d\d --> \d\d:\d\d:\d\d,\d\d\d\n\S", srt)
     assert srt.count(" --> ") == len(result.segments)
     vtt = format_transcript(result, "vtt")
-    assert vtt.startswith("WEBVTT\n\n") and re.search(r"\n?\d\d:\d\d:\d\d\.\d\d\d --> \d\d:\d\d:\d\d\.\d\d\d\n", vtt)
+    assert vtt.startswith("WEBVTT\n\n") and re.search(
+        r"\n?\d\d:\d\d:\d\d\.\d\d\d --> \d\d:\d\d:\d\d\.\d\d\d\n", vtt
+    )
     assert format_transcript(result, "txt").count("\n") == len(result.segments)
     path = write_transcript(result, "json", str(tmp_path), "jfk")
     import json
 
     data = json.load(open(path))
-    assert path.endswith("jfk.json") and data["text"] == result.text and len(data["segments"]) == len(result.segments)
+    assert (
+        path.endswith("jfk.json")
+        and data["text"] == result.text
+        and len(data["segments"]) == len(result.segments)
+    )
     with pytest.raises(ValueError, match="unknown format 'doc'"):
         format_transcript(result, "doc")
 
@@ -132,7 +138,12 @@ def test_bad_audio_request_leaves_other_requests_running(jfk):
     loop = get_loop(None)
     with ThreadPoolExecutor(1) as pool:
         good = pool.submit(loop.generate, [{"audio": (jfk, 16000)}], [SamplingParams(max_tokens=60)])
-        for bad in [{"audio": b"not audio"}, {"audio": (np.full(100, np.inf, np.float32), 16000)}, {"audio": (jfk, 16000), "task": "dance"}, {"prompt": "text"}]:
+        for bad in [
+            {"audio": b"not audio"},
+            {"audio": (np.full(100, np.inf, np.float32), 16000)},
+            {"audio": (jfk, 16000), "task": "dance"},
+            {"prompt": "text"},
+        ]:
             with pytest.raises(ValueError, match="prompt 0: "):
                 loop.generate([bad], [SamplingParams()])
         out = good.result(timeout=120)[0]

@@ -45,4 +45,6 @@ def test_summary_inputs_are_bounded(tiny_bart, tmp_path, monkeypatch):
         ui.run_summary("Some text.", None, str(tmp_path / "missing"), 0, 0)
     upload = tmp_path / "article.txt"
     upload.write_text("The cat sat on the mat. It was happy.")
-    assert ui.run_summary("", str(upload), model, 12, 0) == ui.run_summary(upload.read_text(), None, model, 12, 0)
+    assert ui.run_summary("", str(upload), model, 12, 0) == ui.run_summary(
+        upload.read_text(), None, model, 12, 0
+    )

@@ -42,8 +42,17 @@ def microphone_wav(tmp_path_factory):
 def browser(microphone_wav):
     from playwright.sync_api import sync_playwright
 
-    flags = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--no-first-run",
-             "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream", f"--use-file-for-fake-audio-capture={microphone_wav}"]
+    flags = [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--use-fake-ui-for-media-stream",
+        "--use-fake-device-for-media-stream",
+        f"--use-file-for-fake-audio-capture={microphone_wav}",
+    ]
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=flags)
         yield browser
@@ -66,7 +75,9 @@ def test_transcribe_an_upload(page):
     page.click("#transcribe-button")
     transcript = page.locator("#transcript textarea")
     page.wait_for_function(
-        "el => el.value.toLowerCase().includes('fellow americans')", arg=transcript.element_handle(), timeout=120_000
+        "el => el.value.toLowerCase().includes('fellow americans')",
+        arg=transcript.element_handle(),
+        timeout=120_000,
     )
     text = transcript.input_value().lower()
     assert "your country" in text and "do for you" in text
@@ -86,7 +97,11 @@ def test_transcribe_a_recording(page):
     page.wait_for_timeout(1500)
     transcript = page.locator("#transcript textarea")
     page.click("#transcribe-button")
-    page.wait_for_function("el => el.value.toLowerCase().includes('your country')", arg=transcript.element_handle(), timeout=120_000)
+    page.wait_for_function(
+        "el => el.value.toLowerCase().includes('your country')",
+        arg=transcript.element_handle(),
+        timeout=120_000,
+    )
 
 
 def test_summarize_pasted_text(page):

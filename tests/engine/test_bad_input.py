@@ -29,11 +29,20 @@ BAD_PROMPTS = [
     ("   ", "empty encoder prompt"),
     ({"prompt_token_ids": []}, "empty encoder prompt"),
     ({"prompt_token_ids": [5, 300, -1]}, r"outside the vocabulary \[0, 264\): \[300, -1\]"),
-    ({"prompt_token_ids": list(range(4, 260)) + [5]}, "encoder prompt has 257 tokens, more than the model's 256 positions"),
-    ({"encoder_prompt": "ok", "decoder_prompt": {"prompt_token_ids": [2, 999]}}, r"decoder prompt has token ids outside the vocabulary"),
+    (
+        {"prompt_token_ids": list(range(4, 260)) + [5]},
+        "encoder prompt has 257 tokens, more than the model's 256 positions",
+    ),
+    (
+        {"encoder_prompt": "ok", "decoder_prompt": {"prompt_token_ids": [2, 999]}},
+        r"decoder prompt has token ids outside the vocabulary",
+    ),
     ({"prompt_token_ids": [5, "x"]}, "prompt_token_ids must be a list of ints"),
     ({"text": "hi"}, "needs 'prompt' or 'prompt_token_ids'"),
-    ({"encoder_prompt": "ok", "decoder_prompt": None, "extra": 1}, r"unknown keys in encoder/decoder prompt: \['extra'\]"),
+    (
+        {"encoder_prompt": "ok", "decoder_prompt": None, "extra": 1},
+        r"unknown keys in encoder/decoder prompt: \['extra'\]",
+    ),
 ]
 
 
@@ -68,7 +77,9 @@ def test_bad_sampling_params(kwargs, message):
 
 
 def test_bad_token_ids_in_params(engine):
-    with pytest.raises(ValueError, match=r"sampling params name token ids outside the vocabulary \[0, 264\): \[5000\]"):
+    with pytest.raises(
+        ValueError, match=r"sampling params name token ids outside the vocabulary \[0, 264\): \[5000\]"
+    ):
         engine.add_request("bad", "text", SamplingParams(stop_token_ids=[5000]))
 
 

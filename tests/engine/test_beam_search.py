@@ -21,11 +21,44 @@ def tiny_bart_eos(tmp_path_factory):
     model.save_pretrained(path)
     return path, model
 
+
 SETTINGS = [  # beam width, length penalty, early stopping, no-repeat n-gram, return sequences, min / max new tokens
-    dict(beam_width=4, length_penalty=2.0, early_stopping=True, no_repeat_ngram_size=3, num_return_sequences=1, min_tokens=5, max_tokens=30),
-    dict(beam_width=2, length_penalty=0.5, early_stopping=False, no_repeat_ngram_size=0, num_return_sequences=2, min_tokens=0, max_tokens=24),
-    dict(beam_width=5, length_penalty=1.0, early_stopping="never", no_repeat_ngram_size=3, num_return_sequences=3, min_tokens=0, max_tokens=20),
-    dict(beam_width=4, length_penalty=1.0, early_stopping=False, no_repeat_ngram_size=0, num_return_sequences=4, min_tokens=2, max_tokens=40),
+    dict(
+        beam_width=4,
+        length_penalty=2.0,
+        early_stopping=True,
+        no_repeat_ngram_size=3,
+        num_return_sequences=1,
+        min_tokens=5,
+        max_tokens=30,
+    ),
+    dict(
+        beam_width=2,
+        length_penalty=0.5,
+        early_stopping=False,
+        no_repeat_ngram_size=0,
+        num_return_sequences=2,
+        min_tokens=0,
+        max_tokens=24,
+    ),
+    dict(
+        beam_width=5,
+        length_penalty=1.0,
+        early_stopping="never",
+        no_repeat_ngram_size=3,
+        num_return_sequences=3,
+        min_tokens=0,
+        max_tokens=20,
+    ),
+    dict(
+        beam_width=4,
+        length_penalty=1.0,
+        early_stopping=False,
+        no_repeat_ngram_size=0,
+        num_return_sequences=4,
+        min_tokens=2,
+        max_tokens=40,
+    ),
 ]
 
 
@@ -34,11 +67,20 @@ def hf_beam(model, prompts, s):
     # transformers starts from <DEC> and forces <BOS>, which it counts as generated; Scriba's
     # default prompt is <DEC><BOS> and counts from there: hence the + 1.
     out = model.generate(
-        input_ids=ids, attention_mask=mask, forced_bos_token_id=0,
-        num_beams=s["beam_width"], length_penalty=s["length_penalty"], early_stopping=s["early_stopping"],
-        no_repeat_ngram_size=s["no_repeat_ngram_size"], num_return_sequences=s["num_return_sequences"],
-        min_new_tokens=s["min_tokens"] + 1, max_new_tokens=s["max_tokens"] + 1, do_sample=False, min_length=0,
-        return_dict_in_generate=True, output_scores=True,
+        input_ids=ids,
+        attention_mask=mask,
+        forced_bos_token_id=0,
+        num_beams=s["beam_width"],
+        length_penalty=s["length_penalty"],
+        early_stopping=s["early_stopping"],
+        no_repeat_ngram_size=s["no_repeat_ngram_size"],
+        num_return_sequences=s["num_return_sequences"],
+        min_new_tokens=s["min_tokens"] + 1,
+        max_new_tokens=s["max_tokens"] + 1,
+        do_sample=False,
+        min_length=0,
+        return_dict_in_generate=True,
+        output_scores=True,
     )
     k = s["num_return_sequences"]
     rows = []
@@ -62,7 +104,9 @@ def assert_beam_parity(outputs, expected, setting):
 
 
 @pytest.mark.parametrize("model", ["tiny_bart", "tiny_bart_eos"])
-@pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: f"k{s['beam_width']}-lp{s['length_penalty']}-es{s['early_stopping']}")
+@pytest.mark.parametrize(
+    "setting", SETTINGS, ids=lambda s: f"k{s['beam_width']}-lp{s['length_penalty']}-es{s['early_stopping']}"
+)
 def test_beam_search_matches_transformers(request, model, setting):
     path, hf = request.getfixturevalue(model)
     prompts = random_prompts(7, seed=setting["beam_width"], max_len=120)
@@ -97,7 +141,9 @@ def test_beams_share_the_cross_blocks_and_copy_only_on_write(tiny_bart):
     path, _ = tiny_bart
     engine = Engine(path, num_kv_blocks=400)
     bm = engine.block_manager
-    engine.add_request("beams", {"prompt_token_ids": list(range(5, 105))}, SamplingParams(beam_width=4, max_tokens=30))
+    engine.add_request(
+        "beams", {"prompt_token_ids": list(range(5, 105))}, SamplingParams(beam_width=4, max_tokens=30)
+    )
     engine.step()  # prefill: one sequence, then four beams forked from it
     group = engine.groups["beams"]
     assert len(group.seqs) == 4
@@ -112,7 +158,16 @@ def test_beams_share_the_cross_blocks_and_copy_only_on_write(tiny_bart):
     assert bm.cross_block_table("beams") == cross
 
 
-CNN = dict(num_beams=4, length_penalty=2.0, max_length=142, min_length=56, no_repeat_ngram_size=3, early_stopping=True, forced_bos_token_id=0, forced_eos_token_id=2)
+CNN = dict(
+    num_beams=4,
+    length_penalty=2.0,
+    max_length=142,
+    min_length=56,
+    no_repeat_ngram_size=3,
+    early_stopping=True,
+    forced_bos_token_id=0,
+    forced_eos_token_id=2,
+)
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +181,9 @@ def tiny_cnn(tmp_path_factory):
     model = make_tiny_model(path, "bart", seed=5)
     with torch.no_grad():
         model.final_logits_bias[0, EOS] = 2.5
-    model.generation_config = GenerationConfig(decoder_start_token_id=EOS, bos_token_id=0, eos_token_id=EOS, pad_token_id=PAD, **CNN)
+    model.generation_config = GenerationConfig(
+        decoder_start_token_id=EOS, bos_token_id=0, eos_token_id=EOS, pad_token_id=PAD, **CNN
+    )
     model.save_pretrained(path)
     return path, model
 
@@ -135,11 +192,22 @@ def test_checkpoint_generation_config_gives_transformers_summaries(tiny_cnn):
     path, hf = tiny_cnn
     engine = Engine(path, num_kv_blocks=3000)
     params = engine.generation_defaults()
-    assert (params.beam_width, params.length_penalty, params.no_repeat_ngram_size, params.early_stopping) == (4, 2.0, 3, True)
-    assert (params.max_tokens, params.min_tokens, params.forced_eos_token_id) == (140, 54, 2)  # after <DEC><BOS>
+    assert (params.beam_width, params.length_penalty, params.no_repeat_ngram_size, params.early_stopping) == (
+        4,
+        2.0,
+        3,
+        True,
+    )
+    # after <DEC><BOS>
+    assert (params.max_tokens, params.min_tokens, params.forced_eos_token_id) == (
+        140,
+        54,
+        2,
+    )
     prompts = random_prompts(6, seed=3, max_len=150)
     ids, mask = pad_batch(prompts)
-    out = hf.generate(input_ids=ids, attention_mask=mask, return_dict_in_generate=True, output_scores=True)  # its own defaults
+    # its own defaults
+    out = hf.generate(input_ids=ids, attention_mask=mask, return_dict_in_generate=True, output_scores=True)
     ours = engine.generate([{"prompt_token_ids": p} for p in prompts], params)
     for i, o in enumerate(ours):
         ref = out.sequences[i].tolist()
@@ -152,7 +220,9 @@ def test_checkpoint_generation_config_gives_transformers_summaries(tiny_cnn):
 def test_task_specific_params_are_the_fallback(tiny_bart):
     path, _ = tiny_bart
     engine = Engine(path, num_kv_blocks=200)
-    engine.model.config.task_specific_params = {"summarization": {"num_beams": 3, "max_length": 50, "min_length": 10, "length_penalty": 1.5}}
+    engine.model.config.task_specific_params = {
+        "summarization": {"num_beams": 3, "max_length": 50, "min_length": 10, "length_penalty": 1.5}
+    }
     params = engine.generation_defaults("summarization", max_tokens=20)
     assert (params.beam_width, params.length_penalty, params.max_tokens, params.min_tokens) == (3, 1.5, 20, 8)
     assert engine.generation_defaults().beam_width == 1  # no task: only generation_config.json

@@ -6,8 +6,20 @@ import re
 import scriba.engine
 
 ENGINE = pathlib.Path(scriba.engine.__file__).parent
-CORE = ["engine", "scheduler", "sequence", "block_manager", "model_runner", "sampler", "logits_processors",
-        "beam_search", "token_history", "cuda_graphs", "memory", "outputs"]
+CORE = [
+    "engine",
+    "scheduler",
+    "sequence",
+    "block_manager",
+    "model_runner",
+    "sampler",
+    "logits_processors",
+    "beam_search",
+    "token_history",
+    "cuda_graphs",
+    "memory",
+    "outputs",
+]
 
 
 def test_core_files_name_no_model_family():

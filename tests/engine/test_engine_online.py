@@ -48,7 +48,10 @@ def test_join_mid_flight_and_abort(tiny_bart):
 
 def test_outputs_echo_prompts_and_finish(tiny_bart):
     engine = Engine(tiny_bart[0], num_kv_blocks=128)
-    out = engine.generate({"encoder_prompt": "hello", "decoder_prompt": {"prompt_token_ids": [2, 0, 75]}}, SamplingParams(max_tokens=5))[0]
+    out = engine.generate(
+        {"encoder_prompt": "hello", "decoder_prompt": {"prompt_token_ids": [2, 0, 75]}},
+        SamplingParams(max_tokens=5),
+    )[0]
     assert out.finished and out.encoder_prompt == "hello"
     assert out.encoder_prompt_token_ids == engine.tokenizer("hello")["input_ids"]
     assert out.prompt_token_ids == [2, 0, 75] and len(out.outputs[0].token_ids) <= 5

@@ -25,23 +25,37 @@ def test_bart_triton_path_matches_transformers(tiny_bart, graphs):
     path, hf = tiny_bart
     prompts = random_prompts(5, seed=3, max_len=60)
     limits = [16, 5, 11, 2, 16]  # sequences leave the batch at different steps
-    expected = [gen[:n] for gen, n in zip((gen for gen, _ in hf_generate(hf, prompts, [2, 0], max_new_tokens=16)), limits)]
-    engine = Engine(path, device=DEVICE, dtype="float32", attention_backend=BACKEND, num_kv_blocks=200, cuda_graphs=graphs)
+    expected = [
+        gen[:n]
+        for gen, n in zip((gen for gen, _ in hf_generate(hf, prompts, [2, 0], max_new_tokens=16)), limits)
+    ]
+    engine = Engine(
+        path, device=DEVICE, dtype="float32", attention_backend=BACKEND, num_kv_blocks=200, cuda_graphs=graphs
+    )
     if graphs and DEVICE == "cpu":  # 5 sequences, then fewer, padded up to buckets of 8 and 4
         engine.runner.capture_decode_graphs(max_batch=8, max_self_blocks=8, max_cross_blocks=8, capture=False)
-    outputs = engine.generate([{"prompt_token_ids": p} for p in prompts], [SamplingParams(max_tokens=n) for n in limits])
+    outputs = engine.generate(
+        [{"prompt_token_ids": p} for p in prompts], [SamplingParams(max_tokens=n) for n in limits]
+    )
     assert token_ids(outputs) == expected
 
 
 def test_whisper_triton_path_matches_torch_path(tiny_whispers):
     """Cross-attention over 1500 encoder positions goes through the split (flash-decoding) kernel."""
     path, _ = tiny_whispers["multilingual"]
-    prompts = [{"audio": (synthetic_clip(s, seed), 16000), "language": None, "timestamps": True} for seed, s in enumerate([2.0, 25.0])]
+    prompts = [
+        {"audio": (synthetic_clip(s, seed), 16000), "language": None, "timestamps": True}
+        for seed, s in enumerate([2.0, 25.0])
+    ]
     params = SamplingParams(max_tokens=8)
-    expected = token_ids(Engine(path, device="cpu", attention_backend="torch", num_kv_blocks=600).generate(prompts, params))
+    expected = token_ids(
+        Engine(path, device="cpu", attention_backend="torch", num_kv_blocks=600).generate(prompts, params)
+    )
     engine = Engine(path, device=DEVICE, dtype="float32", attention_backend=BACKEND, num_kv_blocks=600)
     if DEVICE == "cpu":
-        engine.runner.capture_decode_graphs(max_batch=4, max_self_blocks=28, max_cross_blocks=94, capture=False)
+        engine.runner.capture_decode_graphs(
+            max_batch=4, max_self_blocks=28, max_cross_blocks=94, capture=False
+        )
     assert token_ids(engine.generate(prompts, params)) == expected
 
 
@@ -49,7 +63,9 @@ def test_whisper_triton_path_matches_torch_path(tiny_whispers):
 def test_profile_step_runs_and_leaves_the_cache_alone(tiny_bart, tiny_whispers, model):
     path = tiny_bart[0] if model == "bart" else tiny_whispers["english"][0]
     engine = Engine(path, device="cpu", num_kv_blocks=300)
-    prompt = {"prompt_token_ids": [5, 6, 7]} if model == "bart" else {"audio": (synthetic_clip(3.0, 1), 16000)}
+    prompt = (
+        {"prompt_token_ids": [5, 6, 7]} if model == "bart" else {"audio": (synthetic_clip(3.0, 1), 16000)}
+    )
     before = token_ids(engine.generate([prompt], SamplingParams(max_tokens=8)))
     caches = [c.clone() for c in engine.runner.kv_caches]
     run_largest_step(engine.runner, max_num_seqs=16, max_num_batched_tokens=4000)
@@ -79,7 +95,10 @@ def test_step_inputs_move_in_one_copy_per_step(tiny_bart):
     path, hf = tiny_bart
     prompts = random_prompts(6, seed=5, max_len=50)
     limits = [12, 3, 9, 12, 1, 7]
-    expected = [gen[:n] for gen, n in zip((gen for gen, _ in hf_generate(hf, prompts, [2, 0], max_new_tokens=12)), limits)]
+    expected = [
+        gen[:n]
+        for gen, n in zip((gen for gen, _ in hf_generate(hf, prompts, [2, 0], max_new_tokens=12)), limits)
+    ]
     engine = Engine(path, device=DEVICE, dtype="float32", num_kv_blocks=200, max_num_batched_tokens=120)
     engine.runner.staging = HostStaging(DEVICE, capacity=64, buffered=True)
     steps = 0

@@ -29,8 +29,10 @@ def as_prompts(prompts):
         (dict(min_tokens=30), dict(min_new_tokens=30)),
         (dict(suppress_tokens=[179, 214, 82]), dict(suppress_tokens=[179, 214, 82])),
         (dict(forced_eos_token_id=EOS), dict(forced_eos_token_id=EOS)),
-        (dict(repetition_penalty=1.3, no_repeat_ngram_size=3, min_tokens=10, suppress_tokens=[5]),
-         dict(repetition_penalty=1.3, no_repeat_ngram_size=3, min_new_tokens=10, suppress_tokens=[5])),
+        (
+            dict(repetition_penalty=1.3, no_repeat_ngram_size=3, min_tokens=10, suppress_tokens=[5]),
+            dict(repetition_penalty=1.3, no_repeat_ngram_size=3, min_new_tokens=10, suppress_tokens=[5]),
+        ),
     ],
 )
 def test_processors_match_transformers(engine, tiny_bart, ours, theirs):
@@ -43,7 +45,9 @@ def test_processors_match_transformers(engine, tiny_bart, ours, theirs):
 def test_forced_bos_from_decoder_start_only(engine, tiny_bart):
     prompts = random_prompts(4, seed=8)
     expected = hf_generate(tiny_bart[1], prompts, [EOS], max_new_tokens=20, forced_bos_token_id=0)
-    pairs = [{"encoder_prompt": p, "decoder_prompt": {"prompt_token_ids": [EOS]}} for p in as_prompts(prompts)]
+    pairs = [
+        {"encoder_prompt": p, "decoder_prompt": {"prompt_token_ids": [EOS]}} for p in as_prompts(prompts)
+    ]
     outs = engine.generate(pairs, SamplingParams(max_tokens=20, forced_bos_token_id=0))
     assert [o.outputs[0].token_ids for o in outs] == [g for g, _ in expected]
     assert all(o.prompt_token_ids == [EOS] and o.outputs[0].token_ids[0] == 0 for o in outs)
@@ -83,7 +87,11 @@ def test_top_k_one_is_greedy(engine):
 
 def test_n_samples_share_cross_blocks_and_fork(engine):
     bm = engine.block_manager
-    engine.add_request("multi", {"prompt_token_ids": list(range(4, 100))}, SamplingParams(n=4, temperature=1.0, seed=7, max_tokens=30, ignore_eos=True))
+    engine.add_request(
+        "multi",
+        {"prompt_token_ids": list(range(4, 100))},
+        SamplingParams(n=4, temperature=1.0, seed=7, max_tokens=30, ignore_eos=True),
+    )
     free_before = bm.num_free()
     engine.step()  # prefill: one decoder sequence runs, then forks into 4
     group = engine.groups["multi"]
@@ -115,7 +123,11 @@ def test_stop_tokens_ignore_eos_and_logprobs(engine):
     assert len(long.token_ids) == 40 and long.finish_reason == "length"
     # Log-probs: the chosen token is always present; the cumulative is their sum.
     assert all(t in lp and 1 <= len(lp) <= 4 for t, lp in zip(free.token_ids, free.logprobs))
-    assert math.isclose(free.cumulative_logprob, sum(lp[t].logprob for t, lp in zip(free.token_ids, free.logprobs)), rel_tol=1e-6)
+    assert math.isclose(
+        free.cumulative_logprob,
+        sum(lp[t].logprob for t, lp in zip(free.token_ids, free.logprobs)),
+        rel_tol=1e-6,
+    )
     assert all(lp[t].decoded_token is not None for t, lp in zip(free.token_ids, free.logprobs))
 
 
@@ -124,10 +136,14 @@ def test_n_samples_survive_preemption(tiny_bart, mode):
     """Forked samples that are preempted (all of a request's sequences at once) and resumed
     give exactly what they give with room to spare: same seed, same draws."""
     prompts = as_prompts(random_prompts(6, seed=31, max_len=120))
-    params = [SamplingParams(n=3, temperature=1.0, seed=50 + i, max_tokens=30, ignore_eos=True) for i in range(6)]
+    params = [
+        SamplingParams(n=3, temperature=1.0, seed=50 + i, max_tokens=30, ignore_eos=True) for i in range(6)
+    ]
     roomy = Engine(tiny_bart[0], num_kv_blocks=1024).generate(prompts, params)
     tight = Engine(tiny_bart[0], num_kv_blocks=40, num_cpu_blocks=400, preemption_mode=mode)
     outs = tight.generate(prompts, params)
-    assert [[c.token_ids for c in o.outputs] for o in outs] == [[c.token_ids for c in o.outputs] for o in roomy]
+    assert [[c.token_ids for c in o.outputs] for o in outs] == [
+        [c.token_ids for c in o.outputs] for o in roomy
+    ]
     assert (tight.scheduler.num_swapped_out if mode == "swap" else tight.scheduler.num_recomputed) > 0
     assert tight.block_manager.num_free() == tight.block_manager.num_total()

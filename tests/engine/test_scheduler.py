@@ -60,7 +60,9 @@ def test_new_requests_join_while_others_decode():
     assert [g.request_id for g in first.prefills] == ["a"]
     sched.add(group("b", arrival=1))
     second = fake_step(sched)
-    assert [g.request_id for g in second.prefills] == ["b"] and [g.request_id for g in second.decodes] == ["a"]
+    assert [g.request_id for g in second.prefills] == ["b"] and [g.request_id for g in second.decodes] == [
+        "a"
+    ]
 
 
 def test_token_budget_and_sequence_cap():
@@ -130,4 +132,7 @@ def test_forking_requests_count_all_their_samples():
         g = group(f"r{i}", arrival=i)
         g.params = SamplingParams(n=2, temperature=1.0)
         sched.add(g)
-    assert [g.request_id for g in sched.schedule().prefills] == ["r0", "r1"]  # 2 + 2 samples; 3 more would pass 5
+    assert [g.request_id for g in sched.schedule().prefills] == [
+        "r0",
+        "r1",
+    ]  # 2 + 2 samples; 3 more would pass 5

@@ -99,7 +99,11 @@ def test_write_kv_cache_writes_only_its_slots():
     cache = torch.zeros(2, 4, 4, HEADS, DIM)
     k, v = torch.randn(2, 3, HEADS, DIM)
     write_kv_cache_ref(k, v, cache, torch.tensor([13, 2, 7]))
-    assert torch.equal(cache[0, 3, 1], k[0]) and torch.equal(cache[1, 0, 2], v[1]) and torch.equal(cache[0, 1, 3], k[2])
+    assert (
+        torch.equal(cache[0, 3, 1], k[0])
+        and torch.equal(cache[1, 0, 2], v[1])
+        and torch.equal(cache[0, 1, 3], k[2])
+    )
     assert int((cache.abs().sum(dim=(-1, -2)) > 0).sum()) == 6
 
 
@@ -117,7 +121,9 @@ def test_launchers_reject_bad_shapes():
     with pytest.raises(ValueError, match="cu_seqlens"):
         varlen_attention_ref(q, q, q, cu([5]), cu([2, 3]), 5, 3, 1.0, False)
     with pytest.raises(ValueError, match="kv_cache"):
-        paged_decode_attention_ref(q, torch.zeros(2, 2, 4, HEADS, DIM + 1), torch.zeros(5, 1, dtype=torch.int32), torch.ones(5), 1.0)
+        paged_decode_attention_ref(
+            q, torch.zeros(2, 2, 4, HEADS, DIM + 1), torch.zeros(5, 1, dtype=torch.int32), torch.ones(5), 1.0
+        )
     with pytest.raises(ValueError, match="slot_mapping"):
         write_kv_cache_ref(q, q, torch.zeros(2, 2, 4, HEADS, DIM), torch.tensor([0, 1]))
 
@@ -151,17 +157,25 @@ def test_paged_decode_reads_adjacent_runs_in_batches(seed):
         kv = torch.randn(2, n, HEADS, DIM)
         for b in table:
             cache[:, b] = 0.0
-        write_kv_cache_ref(kv[0], kv[1], cache, torch.tensor([table[p // bs] * bs + p % bs for p in range(n)]))
+        write_kv_cache_ref(
+            kv[0], kv[1], cache, torch.tensor([table[p // bs] * bs + p % bs for p in range(n)])
+        )
         tables.append(table), lengths.append(n), dense.append(kv)
     order = list(range(len(tables)))
     rng.shuffle(order)
-    tables, lengths, dense = [tables[i] for i in order], [lengths[i] for i in order], [dense[i] for i in order]
+    tables, lengths, dense = (
+        [tables[i] for i in order],
+        [lengths[i] for i in order],
+        [dense[i] for i in order],
+    )
     width = max(map(len, tables))
     padded = torch.tensor([t + [t[0]] * (width - len(t)) for t in tables], dtype=torch.int32)
     plan = plan_decode(padded.tolist(), lengths, bs)
     assert max(len(b.queries) for b in plan.batches) == num_runs - 1 and len(plan.gathered) == 2
     q = torch.randn(len(tables), HEADS, DIM)
-    out = paged_decode_attention_ref(q, cache, padded, torch.tensor(lengths, dtype=torch.int32), DIM**-0.5, plan)
+    out = paged_decode_attention_ref(
+        q, cache, padded, torch.tensor(lengths, dtype=torch.int32), DIM**-0.5, plan
+    )
     for i, (kv, n) in enumerate(zip(dense, lengths)):
         ref = dense_attention(q[i : i + 1], kv[0], kv[1], torch.ones(1, n, dtype=torch.bool), DIM**-0.5)
         torch.testing.assert_close(out[i : i + 1], ref, atol=1e-5, rtol=1e-5)

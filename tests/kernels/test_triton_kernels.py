@@ -11,7 +11,11 @@ import torch
 
 from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels import paged_attention
-from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton, plan_splits
+from scriba.kernels.paged_attention import (
+    paged_decode_attention_ref,
+    paged_decode_attention_triton,
+    plan_splits,
+)
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -34,12 +38,22 @@ def paged_batch(lengths, head_dim, dtype, seed):
         table, physical = physical[:need], physical[need:]
         tables.append(table)
         for pos in range(n):
-            cache[:, table[pos // BLOCK_SIZE], pos % BLOCK_SIZE] = torch.randn(2, HEADS, head_dim, generator=gen)
+            cache[:, table[pos // BLOCK_SIZE], pos % BLOCK_SIZE] = torch.randn(
+                2, HEADS, head_dim, generator=gen
+            )
     width = max(blocks_needed) + rng.randint(0, 3)  # tables padded past the longest one
-    padded = torch.tensor([t + [rng.randrange(num_blocks)] * (width - len(t)) for t in tables], dtype=torch.int32)
+    padded = torch.tensor(
+        [t + [rng.randrange(num_blocks)] * (width - len(t)) for t in tables], dtype=torch.int32
+    )
     q = torch.randn(len(lengths), HEADS, head_dim, generator=gen)
     to = dict(device=DEVICE, dtype=dtype)
-    return q.to(**to), cache.to(**to), padded.to(DEVICE), torch.tensor(lengths, dtype=torch.int32, device=DEVICE), cache.nan_to_num(0).to(**to)
+    return (
+        q.to(**to),
+        cache.to(**to),
+        padded.to(DEVICE),
+        torch.tensor(lengths, dtype=torch.int32, device=DEVICE),
+        cache.nan_to_num(0).to(**to),
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -49,7 +63,12 @@ def test_paged_decode_matches_reference(dtype, head_dim):
     lengths = [1, 15, 16, 17, 448, 1500] + [rng.randint(1, 1500) for _ in range(3)]
     q, cache, tables, lens, clean = paged_batch(lengths, head_dim, dtype, seed=head_dim)
     ref = paged_decode_attention_ref(q.float(), clean.float(), tables, lens, head_dim**-0.5)
-    for num_splits in (None, 1, 5, 40):  # planned, a single pass, a few, many (most empty for short sequences)
+    for num_splits in (
+        None,
+        1,
+        5,
+        40,
+    ):  # planned, a single pass, a few, many (most empty for short sequences)
         out = torch.full_like(q, float("nan"))
         paged_decode_attention_triton(q, cache, tables, lens, head_dim**-0.5, num_splits=num_splits, out=out)
         torch.testing.assert_close(out.float(), ref, atol=TOLERANCE[dtype], rtol=TOLERANCE[dtype])
@@ -75,7 +94,9 @@ def test_kv_write_matches_reference(dtype, head_dim):
     k, v = fused[:, 1], fused[:, 2]
     slots = torch.randperm(num_blocks * BLOCK_SIZE, generator=gen)[:num_tokens]
     slots[::7] = -1  # padding rows write nothing
-    poisoned = torch.full((2, num_blocks, BLOCK_SIZE, HEADS, head_dim), float("nan"), device=DEVICE, dtype=dtype)
+    poisoned = torch.full(
+        (2, num_blocks, BLOCK_SIZE, HEADS, head_dim), float("nan"), device=DEVICE, dtype=dtype
+    )
     expected = poisoned.clone()
     write_kv_cache_triton(k, v, poisoned, slots.to(DEVICE))
     keep = slots >= 0
@@ -89,13 +110,19 @@ def test_launchers_check_their_arguments():
     with pytest.raises(ValueError, match="dtype"):
         paged_decode_attention_triton(q.half(), cache, tables, lens, 0.125)
     with pytest.raises(ValueError, match="contiguous"):
-        paged_decode_attention_triton(q.transpose(1, 2).contiguous().transpose(1, 2), cache, tables, lens, 0.125)
+        paged_decode_attention_triton(
+            q.transpose(1, 2).contiguous().transpose(1, 2), cache, tables, lens, 0.125
+        )
     with pytest.raises(ValueError, match="do not match"):
         paged_decode_attention_triton(q, cache, tables[:1], lens, 0.125)
     with pytest.raises(ValueError, match="out must be"):
-        paged_decode_attention_triton(q, cache, tables, lens, 0.125, out=torch.empty(3, HEADS, 64, device=DEVICE))
+        paged_decode_attention_triton(
+            q, cache, tables, lens, 0.125, out=torch.empty(3, HEADS, 64, device=DEVICE)
+        )
     k = torch.zeros(2, HEADS, 64, device=DEVICE)
     with pytest.raises(ValueError, match="dtype"):
         write_kv_cache_triton(k.half(), k.half(), cache, torch.tensor([0, 1], device=DEVICE))
     with pytest.raises(ValueError, match="contiguous in head_dim"):
-        write_kv_cache_triton(k.transpose(1, 2).contiguous().transpose(1, 2), k, cache, torch.tensor([0, 1], device=DEVICE))
+        write_kv_cache_triton(
+            k.transpose(1, 2).contiguous().transpose(1, 2), k, cache, torch.tensor([0, 1], device=DEVICE)
+        )

@@ -19,7 +19,9 @@ def test_greedy_matches_transformers(model_pair, batch):
     prompts = random_prompts(batch, seed=batch)
     decoder_prompt = engine.model.default_decoder_prompt()
     expected = hf_generate(hf, prompts, decoder_prompt)
-    outs = engine.generate([{"prompt_token_ids": p} for p in prompts], SamplingParams(max_tokens=MAX_NEW, logprobs=5))
+    outs = engine.generate(
+        [{"prompt_token_ids": p} for p in prompts], SamplingParams(max_tokens=MAX_NEW, logprobs=5)
+    )
     assert [o.prompt_token_ids for o in outs] == [decoder_prompt] * batch
     assert [o.encoder_prompt_token_ids for o in outs] == prompts
     assert_parity(outs, expected)
@@ -45,7 +47,9 @@ def test_parity_under_preemption(tiny_bart, tiny_mbart, kind, mode):
     prompts = random_prompts(32, seed=5)
     engine = Engine(path, num_kv_blocks=40, num_cpu_blocks=400, preemption_mode=mode)
     expected = hf_generate(hf, prompts, engine.model.default_decoder_prompt())
-    outs = engine.generate([{"prompt_token_ids": p} for p in prompts], SamplingParams(max_tokens=MAX_NEW, logprobs=5))
+    outs = engine.generate(
+        [{"prompt_token_ids": p} for p in prompts], SamplingParams(max_tokens=MAX_NEW, logprobs=5)
+    )
     assert_parity(outs, expected)
     sched = engine.scheduler
     assert (sched.num_swapped_out if mode == "swap" else sched.num_recomputed) > 0
@@ -62,8 +66,12 @@ def test_text_and_explicit_prompts(tiny_bart):
     dec_text = "Scriba"
     dec = [EOS] + tok(dec_text, add_special_tokens=False)["input_ids"]
     outs = engine.generate(
-        [text, {"prompt": text}, {"encoder_prompt": {"prompt": text}, "decoder_prompt": dec_text},
-         {"encoder_prompt": {"prompt_token_ids": enc}, "decoder_prompt": {"prompt_token_ids": dec}}],
+        [
+            text,
+            {"prompt": text},
+            {"encoder_prompt": {"prompt": text}, "decoder_prompt": dec_text},
+            {"encoder_prompt": {"prompt_token_ids": enc}, "decoder_prompt": {"prompt_token_ids": dec}},
+        ],
         SamplingParams(max_tokens=20),
     )
     default = hf_generate(hf, [enc], [EOS, 0], max_new_tokens=20)[0][0]
@@ -80,5 +88,9 @@ def test_tied_embeddings_match_transformers(tiny_bart_tied):
     engine = Engine(path, num_kv_blocks=512)
     assert not hasattr(engine.model, "lm_head")  # the output projection is model.shared
     prompts = random_prompts(7, seed=3)
-    assert_parity(engine.generate([{"prompt_token_ids": p} for p in prompts], SamplingParams(max_tokens=32, logprobs=5)),
-                  hf_generate(hf, prompts, [EOS, 0], max_new_tokens=32))
+    assert_parity(
+        engine.generate(
+            [{"prompt_token_ids": p} for p in prompts], SamplingParams(max_tokens=32, logprobs=5)
+        ),
+        hf_generate(hf, prompts, [EOS, 0], max_new_tokens=32),
+    )

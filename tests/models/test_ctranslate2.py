@@ -28,7 +28,11 @@ def write_model_bin(path, spec: str, variables: dict, aliases: dict = {}, versio
 
 
 def test_reads_variables_dtypes_and_aliases(tmp_path):
-    variables = {"a/weight": torch.randn(3, 4), "b/bias": torch.randn(5).half(), "n": torch.tensor(6, dtype=torch.int16)}
+    variables = {
+        "a/weight": torch.randn(3, 4),
+        "b/bias": torch.randn(5).half(),
+        "n": torch.tensor(6, dtype=torch.int16),
+    }
     write_model_bin(tmp_path / "model.bin", "WhisperSpec", variables, {"c/weight": "a/weight"})
     spec, read = read_model_bin(str(tmp_path / "model.bin"))
     assert spec == "WhisperSpec" and set(read) == {"a/weight", "b/bias", "n", "c/weight"}

@@ -22,23 +22,35 @@ def copy_with_weights(src, dst, edit):
 
 def first_tokens(path, **kwargs):
     engine = Engine(path, num_kv_blocks=64, **kwargs)
-    return engine.generate({"prompt_token_ids": [5, 6, 7, 8]}, SamplingParams(max_tokens=8))[0].outputs[0].token_ids
+    return (
+        engine.generate({"prompt_token_ids": [5, 6, 7, 8]}, SamplingParams(max_tokens=8))[0]
+        .outputs[0]
+        .token_ids
+    )
 
 
 def test_missing_weight_is_named(tiny_bart, tmp_path):
-    path = copy_with_weights(tiny_bart[0], tmp_path / "m", lambda s: {k: v for k, v in s.items() if "layers.1.fc2.weight" not in k})
+    path = copy_with_weights(
+        tiny_bart[0], tmp_path / "m", lambda s: {k: v for k, v in s.items() if "layers.1.fc2.weight" not in k}
+    )
     with pytest.raises(ValueError, match=r"missing from the checkpoint: .*layers\.1\.fc2\.weight"):
         Engine(path)
 
 
 def test_missing_shard_of_fused_projection_is_named(tiny_bart, tmp_path):
-    path = copy_with_weights(tiny_bart[0], tmp_path / "m", lambda s: {k: v for k, v in s.items() if k != "model.decoder.layers.0.self_attn.k_proj.weight"})
+    path = copy_with_weights(
+        tiny_bart[0],
+        tmp_path / "m",
+        lambda s: {k: v for k, v in s.items() if k != "model.decoder.layers.0.self_attn.k_proj.weight"},
+    )
     with pytest.raises(ValueError, match=r"decoder\.layers\.0\.self_attn\.qkv_proj\.weight \(k_proj\)"):
         Engine(path)
 
 
 def test_unexpected_weight_is_named(tiny_bart, tmp_path):
-    path = copy_with_weights(tiny_bart[0], tmp_path / "m", lambda s: {**s, "model.encoder.extra.weight": torch.zeros(2)})
+    path = copy_with_weights(
+        tiny_bart[0], tmp_path / "m", lambda s: {**s, "model.encoder.extra.weight": torch.zeros(2)}
+    )
     with pytest.raises(ValueError, match=r"not in the model: \['model\.encoder\.extra\.weight'\]"):
         Engine(path)
 
@@ -49,7 +61,10 @@ def test_misshaped_weight_is_named(tiny_bart, tmp_path):
         return s
 
     path = copy_with_weights(tiny_bart[0], tmp_path / "m", edit)
-    with pytest.raises(ValueError, match=r"shape mismatch: .*encoder_attn\.v_proj\.weight: checkpoint \(64, 32\), model \(64, 64\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"shape mismatch: .*encoder_attn\.v_proj\.weight: checkpoint \(64, 32\), model \(64, 64\)",
+    ):
         Engine(path)
 
 
@@ -72,7 +87,10 @@ def test_unknown_architecture(tiny_bart, tmp_path):
     config = json.loads((dst / "config.json").read_text())
     config["architectures"] = ["T5ForConditionalGeneration"]
     (dst / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ValueError, match=r"unknown architecture \['T5ForConditionalGeneration'\]; Scriba supports: .*BartForConditionalGeneration"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown architecture \['T5ForConditionalGeneration'\]; Scriba supports: .*BartForConditionalGeneration",
+    ):
         Engine(str(dst))
 
 

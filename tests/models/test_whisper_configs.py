@@ -22,9 +22,18 @@ SHAPES = {  # d_model, encoder layers, decoder layers, heads, mel bins, vocab
 def config_for(name: str) -> WhisperConfig:
     d, enc, dec, heads, mels, vocab = SHAPES[name]
     return WhisperConfig(
-        vocab_size=vocab, num_mel_bins=mels, d_model=d, encoder_layers=enc, decoder_layers=dec, encoder_attention_heads=heads,
-        decoder_attention_heads=heads, encoder_ffn_dim=4 * d, decoder_ffn_dim=4 * d, eos_token_id=50256 if vocab == 51864 else 50257,
-        decoder_start_token_id=50257 if vocab == 51864 else 50258, pad_token_id=50256 if vocab == 51864 else 50257,
+        vocab_size=vocab,
+        num_mel_bins=mels,
+        d_model=d,
+        encoder_layers=enc,
+        decoder_layers=dec,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=4 * d,
+        decoder_ffn_dim=4 * d,
+        eos_token_id=50256 if vocab == 51864 else 50257,
+        decoder_start_token_id=50257 if vocab == 51864 else 50258,
+        pad_token_id=50256 if vocab == 51864 else 50257,
     )
 
 
@@ -35,20 +44,31 @@ def test_hf_checkpoint_names_and_shapes_load(name):
         theirs = HFWhisper(config)
         ours = WhisperForConditionalGeneration(config)
     load_weights(ours, iter(theirs.state_dict().items()))  # strict: raises on any difference
-    assert ours.max_encoder_len == 1500 and ours.num_frames == 3000 and ours.num_mel_bins == config.num_mel_bins
+    assert (
+        ours.max_encoder_len == 1500 and ours.num_frames == 3000 and ours.num_mel_bins == config.num_mel_bins
+    )
 
 
 @pytest.mark.parametrize("name", ["tiny.en", "base", "large-v3"])
 def test_control_tokens_without_a_generation_config_follow_the_standard_layout(name):
     tokens = WhisperTokens.from_configs(config_for(name), None)
     if name == "tiny.en":
-        assert (tokens.sot, tokens.no_timestamps, tokens.timestamp_begin, tokens.is_multilingual) == (50257, 50362, 50363, False)
+        assert (tokens.sot, tokens.no_timestamps, tokens.timestamp_begin, tokens.is_multilingual) == (
+            50257,
+            50362,
+            50363,
+            False,
+        )
         assert tokens.lang_to_id == {}
     else:
         shift = name == "large-v3"  # large-v3 added Cantonese: everything after the languages moves by one
         assert tokens.is_multilingual and len(tokens.lang_to_id) == 99 + shift
         assert (tokens.translate, tokens.transcribe) == (50358 + shift, 50359 + shift)
-        assert (tokens.start_of_prev, tokens.no_speech, tokens.no_timestamps) == (50361 + shift, 50362 + shift, 50363 + shift)
+        assert (tokens.start_of_prev, tokens.no_speech, tokens.no_timestamps) == (
+            50361 + shift,
+            50362 + shift,
+            50363 + shift,
+        )
         assert tokens.lang_to_id["en"] == 50259 and tokens.lang_to_id["de"] == 50261
 
 
@@ -59,5 +79,7 @@ def test_a_missing_or_misshaped_weight_is_named():
         ours = WhisperForConditionalGeneration(config)
     theirs.pop("model.decoder.layers.1.fc2.weight")
     theirs["model.encoder.conv1.weight"] = torch.empty(384, 128, 3, device="meta")
-    with pytest.raises(ValueError, match=r"missing .*decoder.layers.1.fc2.weight.*shape mismatch.*conv1.weight"):
+    with pytest.raises(
+        ValueError, match=r"missing .*decoder.layers.1.fc2.weight.*shape mismatch.*conv1.weight"
+    ):
         load_weights(ours, iter(theirs.items()))

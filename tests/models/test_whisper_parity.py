@@ -49,10 +49,16 @@ def test_greedy_tokens_match_transformers(tiny_whispers, name, language, task, t
     path, hf = tiny_whispers[name]
     multilingual = name != "english"
     audio = clips()
-    expected = hf_generate(hf, log_mel(audio, hf.config.num_mel_bins), language, task, timestamps, multilingual)
+    expected = hf_generate(
+        hf, log_mel(audio, hf.config.num_mel_bins), language, task, timestamps, multilingual
+    )
     engine = Engine(path, num_kv_blocks=2000)
-    prompts = [{"audio": (clip, 16000), "language": language, "task": task, "timestamps": timestamps} for clip in audio]
-    detected = 2 + (0 if timestamps else 1) if language is None and multilingual else 0  # <|lang|> <|task|> [<|notimestamps|>]
+    prompts = [
+        {"audio": (clip, 16000), "language": language, "task": task, "timestamps": timestamps}
+        for clip in audio
+    ]
+    # <|lang|> <|task|> [<|notimestamps|>]
+    detected = 2 + (0 if timestamps else 1) if language is None and multilingual else 0
     outputs = engine.generate(prompts, SamplingParams(max_tokens=MAX_NEW + detected))
     for out, want in zip(outputs, expected):
         assert out.prompt_token_ids + out.outputs[0].token_ids == want
@@ -70,7 +76,10 @@ def test_language_detection_reports_language_and_probability(tiny_whispers):
     outputs = engine.generate([{"audio": (c, 16000)} for c in audio], SamplingParams(max_tokens=4))
     id_to_code = {v: k.strip("<|>") for k, v in hf.generation_config.lang_to_id.items()}
     with torch.no_grad():
-        logits = hf(input_features=feats, decoder_input_ids=torch.full((len(audio), 1), hf.generation_config.decoder_start_token_id)).logits[:, -1]
+        logits = hf(
+            input_features=feats,
+            decoder_input_ids=torch.full((len(audio), 1), hf.generation_config.decoder_start_token_id),
+        ).logits[:, -1]
     lang_logits = logits[:, sorted(id_to_code)]
     for i, out in enumerate(outputs):
         assert out.language == id_to_code[lang_ids[i]]
@@ -102,11 +111,22 @@ def test_previous_text_prompt_matches_transformers_prompt_ids(tiny_whispers, tim
     audio = clips()[:3]
     prev = engine.tokenizer(" hello there", add_special_tokens=False)["input_ids"]
     out = hf.generate(
-        input_features=torch.tensor(log_mel(audio, 80)), max_new_tokens=MAX_NEW, language="en", task="transcribe",
-        return_timestamps=timestamps, prompt_ids=torch.tensor([START_OF_PREV, *prev]),
-        force_unique_generate_call=True, return_dict_in_generate=True,
+        input_features=torch.tensor(log_mel(audio, 80)),
+        max_new_tokens=MAX_NEW,
+        language="en",
+        task="transcribe",
+        return_timestamps=timestamps,
+        prompt_ids=torch.tensor([START_OF_PREV, *prev]),
+        force_unique_generate_call=True,
+        return_dict_in_generate=True,
     )
-    ours = engine.generate([{"audio": (c, 16000), "language": "en", "timestamps": timestamps, "prompt": "hello there"} for c in audio], SamplingParams(max_tokens=MAX_NEW))
+    ours = engine.generate(
+        [
+            {"audio": (c, 16000), "language": "en", "timestamps": timestamps, "prompt": "hello there"}
+            for c in audio
+        ],
+        SamplingParams(max_tokens=MAX_NEW),
+    )
     begin = len(prev) + 4 + (not timestamps)
     for row, mine in zip(out.sequences.tolist(), ours):
         gen = row[begin:]
@@ -144,23 +164,42 @@ BEAMS = [  # (model, language, task, timestamps, beam width, length penalty, ear
 
 
 @pytest.mark.parametrize("name,language,task,timestamps,width,penalty,early,ngram", BEAMS)
-def test_beam_search_matches_transformers(tiny_whispers, name, language, task, timestamps, width, penalty, early, ngram):
+def test_beam_search_matches_transformers(
+    tiny_whispers, name, language, task, timestamps, width, penalty, early, ngram
+):
     returns = 1
     path, hf = tiny_whispers[name]
     multilingual = name != "english"
     audio = clips()[:4]
     kwargs = dict(language=language, task=task) if multilingual else {}
     out = hf.generate(
-        input_features=torch.tensor(log_mel(audio, hf.config.num_mel_bins)), max_new_tokens=MAX_NEW, return_timestamps=timestamps,
-        num_beams=width, length_penalty=penalty, early_stopping=early, num_return_sequences=returns, no_repeat_ngram_size=ngram,
-        force_unique_generate_call=True, return_dict_in_generate=True, output_scores=True, **kwargs,
+        input_features=torch.tensor(log_mel(audio, hf.config.num_mel_bins)),
+        max_new_tokens=MAX_NEW,
+        return_timestamps=timestamps,
+        num_beams=width,
+        length_penalty=penalty,
+        early_stopping=early,
+        num_return_sequences=returns,
+        no_repeat_ngram_size=ngram,
+        force_unique_generate_call=True,
+        return_dict_in_generate=True,
+        output_scores=True,
+        **kwargs,
     )
     detected = 2 + (0 if timestamps else 1) if language is None and multilingual else 0
     params = SamplingParams(
-        max_tokens=MAX_NEW + detected, beam_width=width, length_penalty=penalty, early_stopping=early, num_return_sequences=returns, no_repeat_ngram_size=ngram
+        max_tokens=MAX_NEW + detected,
+        beam_width=width,
+        length_penalty=penalty,
+        early_stopping=early,
+        num_return_sequences=returns,
+        no_repeat_ngram_size=ngram,
     )
     engine = Engine(path, num_kv_blocks=3000)
-    outputs = engine.generate([{"audio": (c, 16000), "language": language, "task": task, "timestamps": timestamps} for c in audio], params)
+    outputs = engine.generate(
+        [{"audio": (c, 16000), "language": language, "task": task, "timestamps": timestamps} for c in audio],
+        params,
+    )
     start = 1 + (2 if multilingual else 0) + (0 if timestamps else 1)
     for i, o in enumerate(outputs):
         assert len(o.outputs) == returns

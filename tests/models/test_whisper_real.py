@@ -33,9 +33,17 @@ def engine():
 @pytest.mark.parametrize("timestamps", [False, True])
 def test_same_tokens_as_transformers_on_jfk(hf_tiny_en, engine, timestamps):
     features = log_mel([load_audio(JFK)], 80)
-    ref = hf_tiny_en.generate(
-        input_features=torch.tensor(features), return_timestamps=timestamps, force_unique_generate_call=True, return_dict_in_generate=True, max_new_tokens=120
-    ).sequences[0].tolist()
+    ref = (
+        hf_tiny_en.generate(
+            input_features=torch.tensor(features),
+            return_timestamps=timestamps,
+            force_unique_generate_call=True,
+            return_dict_in_generate=True,
+            max_new_tokens=120,
+        )
+        .sequences[0]
+        .tolist()
+    )
     out = engine.generate({"audio": JFK, "timestamps": timestamps}, SamplingParams(max_tokens=120))[0]
     assert out.prompt_token_ids + out.outputs[0].token_ids == ref
     text = out.outputs[0].text.lower()
