@@ -91,12 +91,16 @@ def test_log_mel_is_torch_batched_and_equals_the_reference():
     from scriba.engine.audio import feature_extractor, log_mel
 
     audio = load_audio("assets/jfk.flac")
-    windows = [audio, audio[: 16000 * 3], np.zeros(800, np.float32)]
+    noise = np.random.default_rng(0).standard_normal(16000 * 31).astype(np.float32) * 0.1
+    # Speech, a short cut, near-silence, a whole 30 s window, and more than a window (cut to 30 s).
+    windows = [audio, audio[: 16000 * 3], np.zeros(800, np.float32), noise[: 16000 * 30], noise]
     batched = log_mel(windows, 80)
-    assert batched.shape == (3, 80, 3000) and batched.dtype == np.float32
+    assert batched.shape == (5, 80, 3000) and batched.dtype == np.float32
     extractor = feature_extractor(80)
-    for window, features in zip(windows, batched):
+    alone = [log_mel([w], 80)[0] for w in windows]  # short windows alone: the STFT skips the padding
+    for window, features, features_alone in zip(windows, batched, alone):
+        np.testing.assert_allclose(features_alone, features, atol=1e-6)
         padded = np.zeros(16000 * 30, np.float32)
-        padded[: len(window)] = window
+        padded[: len(window)] = window[: len(padded)]
         reference = extractor._np_extract_fbank_features(padded[None], "cpu")[0]
         assert np.abs(features - reference).max() < 1e-5
