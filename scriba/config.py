@@ -7,6 +7,7 @@ from dataclasses import dataclass
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
 _PREEMPTION_MODES = ("recompute", "swap")
 _BACKENDS = ("auto", "torch", "triton", "cuda")
+_QUANTIZATIONS = ("int8",)  # as scriba.models.quantize.QUANTIZATIONS (config imports no torch)
 
 
 @dataclass
@@ -38,6 +39,9 @@ class EngineConfig:
     preemption_mode: str = "recompute"
     attention_backend: str = "auto"  # "torch" anywhere; "cuda" (flash prefill + Triton) or "triton" on a GPU
     cuda_graphs: bool = True  # on a GPU, replay decode steps from CUDA graphs (needs a Triton backend)
+    # None: weights in `dtype`. "int8": int8 weights and dynamic int8 activations in every Linear
+    # layer and the logits (CPU, float32 activations); see models/quantize.py.
+    quantization: str | None = None
 
     def __post_init__(self) -> None:
         if self.dtype not in _DTYPES:
@@ -73,12 +77,27 @@ class EngineConfig:
                 f"device {self.device!r} was asked for, but torch sees no CUDA GPU; use device='cpu'"
             )
         on_gpu = self.device.startswith("cuda")
+        self._check_quantization(on_gpu)
         if self.dtype == "auto":
             self.dtype = "float16" if on_gpu else "float32"
         if self.max_num_seqs is None:
             self.max_num_seqs = 256 if on_gpu else 64
         if self.num_cpu_blocks is None and not on_gpu and self.preemption_mode != "swap":
             self.num_cpu_blocks = 0
+
+    def _check_quantization(self, on_gpu: bool) -> None:
+        if self.quantization is None:
+            return
+        if self.quantization not in _QUANTIZATIONS:
+            raise ValueError(
+                f"quantization must be one of {_QUANTIZATIONS} or None, got {self.quantization!r}"
+            )
+        if on_gpu:
+            raise ValueError(
+                "quantization='int8' runs on the CPU only; on a GPU use dtype float16 or bfloat16"
+            )
+        if self.dtype not in ("auto", "float32"):
+            raise ValueError(f"quantization='int8' computes in float32; got dtype={self.dtype!r}")
 
     @property
     def torch_dtype(self):

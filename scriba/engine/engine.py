@@ -24,6 +24,7 @@ from scriba.engine.sampling_params import SamplingParams
 from scriba.engine.scheduler import Scheduler
 from scriba.engine.sequence import SequenceGroup, SequenceStatus
 from scriba.models import default_model_path, load_model
+from scriba.models.quantize import quantize_int8
 
 logger = logging.getLogger("scriba")
 
@@ -42,6 +43,8 @@ class Engine:
         if model is None:  # the offline default: the bundled tiny.en
             model = config.model = default_model_path()
         self.model, self.model_path = load_model(model, config.device, config.torch_dtype, config.revision)
+        if config.quantization == "int8":
+            quantize_int8(self.model)
         self.tokenizer = _load_tokenizer(
             config.tokenizer or self.model_path, explicit=config.tokenizer is not None
         )

@@ -148,9 +148,16 @@ class BartForConditionalGeneration(nn.Module):
             encoder_hidden = self.model.encoder(encoder_inputs, encoder_positions, meta)
         return self.model.decoder(input_ids, positions, meta, encoder_hidden)
 
-    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [n, d_model] -> [n, vocab]
+    def output_projection(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(weight [vocab, d_model], bias [vocab]) of the logits."""
         weight = self.model.shared.weight if is_tied(self.config) else self.lm_head.weight
-        return torch.nn.functional.linear(hidden, weight) + self.final_logits_bias
+        return weight, self.final_logits_bias.reshape(-1)
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [n, d_model] -> [n, vocab]
+        if getattr(self, "quantized_head", None) is not None:  # see models/quantize.py
+            return self.quantized_head(hidden)
+        weight, bias = self.output_projection()
+        return torch.nn.functional.linear(hidden, weight) + bias
 
 
 class MBartForConditionalGeneration(BartForConditionalGeneration):

@@ -202,5 +202,11 @@ class WhisperForConditionalGeneration(nn.Module):
             encoder_hidden = self.model.encoder(encoder_inputs, meta)
         return self.model.decoder(input_ids, positions, meta, encoder_hidden)
 
+    def output_projection(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(weight [vocab, d_model], bias or None) of the logits: the tied token embedding."""
+        return self.model.decoder.embed_tokens.weight, None
+
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [n, d_model] -> [n, vocab]
+        if getattr(self, "quantized_head", None) is not None:  # see models/quantize.py
+            return self.quantized_head(hidden)
         return torch.nn.functional.linear(hidden, self.model.decoder.embed_tokens.weight)
