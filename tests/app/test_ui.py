@@ -18,6 +18,12 @@ def test_transcription_gives_language_text_rows_and_subtitles():
     assert open(files[0]).read().startswith("1\n00:00:00,000 --> ")
 
 
+def test_int8_precision_transcribes_the_same_words():
+    _, text, rows, _ = ui.run_transcription(JFK, "", "auto", "transcribe", True, "int8")
+    assert "ask not what your country can do for you" in text.lower().replace(",", "").replace(".", "")
+    assert rows and all(0 <= start < end <= 11.1 for start, end, _ in rows)
+
+
 def test_audio_inputs_are_bounded(tmp_path, monkeypatch):
     with pytest.raises(gr.Error, match="Upload or record some audio first"):
         ui.run_transcription(None, "", "auto", "transcribe", True)
