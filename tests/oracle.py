@@ -1,12 +1,22 @@
-"""The oracle: transformers generate() on the same weights, and how outputs are compared."""
+"""The oracles: transformers generate() on the same weights, and how outputs are compared;
+real speech with known words (jfk.flac)."""
 
+import os
 import random
 
 import torch
-
 from tiny_models import EOS, PAD
 
 MAX_NEW = 64
+JFK = os.path.join(os.path.dirname(__file__), "..", "assets", "jfk.flac")
+JFK_WORDS = (
+    "and so my fellow americans ask not what your country can do for you ask what you can do for your country"
+)
+
+
+def words(text: str) -> str:
+    """Lower case, letters and single spaces only: the words to compare."""
+    return " ".join("".join(c for c in text.lower() if c.isalpha() or c == " ").split())
 
 
 def random_prompts(num: int, seed: int, max_len: int = 200) -> list[list[int]]:

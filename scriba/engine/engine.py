@@ -43,8 +43,9 @@ class Engine:
         if model is None:  # the offline default: the bundled tiny.en
             model = config.model = default_model_path()
         self.model, self.model_path = load_model(model, config.device, config.torch_dtype, config.revision)
-        if config.quantization == "int8":
+        if config.quantization == "int8" or self._runs_int8_checkpoint():
             quantize_int8(self.model)
+            config.quantization = "int8"
         self.tokenizer = _load_tokenizer(
             config.tokenizer or self.model_path, explicit=config.tokenizer is not None
         )
@@ -153,6 +154,12 @@ class Engine:
         for rid in [request_id] if isinstance(request_id, str) else request_id:
             if self.groups.pop(rid, None) is not None:
                 self.scheduler.abort(rid)
+
+    def _runs_int8_checkpoint(self) -> bool:
+        """An int8 checkpoint (CTranslate2 int8*) runs in the int8 mode where it can: on the CPU
+        in float32. Elsewhere (a GPU, or dtype bfloat16) its dequantized weights run."""
+        c = self.config
+        return bool(getattr(self.model, "int8_weights", None)) and c.device == "cpu" and c.torch_dtype == torch.float32
 
     def has_unfinished_requests(self) -> bool:
         return self.scheduler.has_unfinished()

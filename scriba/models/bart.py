@@ -13,7 +13,7 @@ import math
 import torch
 from torch import nn
 
-from scriba.kernels.metadata import AttentionMetadata, AttentionType
+from scriba.kernels.metadata import AttentionMetadata
 from scriba.models.layers import EncoderDecoderLayer
 
 POSITION_OFFSET = 2  # BART's learned positions are stored shifted by 2

@@ -9,6 +9,11 @@ model.bin layout (binary version >= 4, little-endian): u32 version, string spec 
 revision, u32 variable count, then per variable: string name, u8 rank, u32 dims[rank],
 u8 dtype, u32 byte count, raw bytes; then u32 alias count and (alias, target) string pairs.
 A string is a u16 length (with its NUL) and the bytes.
+
+Quantized folders (saved as int8, int8_float16 or int8_float32) hold each Linear, convolution
+and embedding weight as int8 with a float32 `weight_scale` per output row: weight = int8 /
+scale. The reader dequantizes them for the float state dict and also hands the int8 weights
+and scales on, so the int8 CPU mode runs the checkpoint's own integers (models/quantize.py).
 """
 
 from __future__ import annotations
@@ -79,12 +84,9 @@ def read_model_bin(file: str) -> tuple[str, dict[str, torch.Tensor]]:
     return spec, variables
 
 
-def _linear(out: dict, variables: dict, src: str, dst: str | list[str]) -> None:
-    """Copy src/weight and src/bias to one HF linear, or split them evenly over several."""
-    if f"{src}/weight_scale" in variables:
-        raise ValueError(
-            "quantized (int8) CTranslate2 models are not supported; convert with --quantization float16 or float32"
-        )
+def _linear(out: dict, variables: dict, src: str, dst: str | list[str], int8: dict) -> None:
+    """Copy src/weight and src/bias to one HF linear, or split them evenly over several. An
+    int8 weight (with src/weight_scale) is also put, split alike, in `int8` as (int8, scale)."""
     names = [dst] if isinstance(dst, str) else dst
     for part in ("weight", "bias"):
         tensor = variables.get(f"{src}/{part}")
@@ -94,6 +96,12 @@ def _linear(out: dict, variables: dict, src: str, dst: str | list[str]) -> None:
             if part == "bias" and name.endswith("k_proj"):
                 continue  # Whisper's k projection has no bias (CTranslate2 stores zeros)
             out[f"{name}.{part}"] = piece.contiguous()
+    if f"{src}/weight_int8" in variables:
+        pieces = zip(
+            *(variables[f"{src}/{v}"].chunk(len(names), dim=0) for v in ("weight_int8", "weight_scale"))
+        )
+        for name, (q, scale) in zip(names, pieces):
+            int8[f"{name}.weight"] = (q.contiguous(), scale.contiguous())
 
 
 def _num_layers(variables: dict, stack: str) -> int:
@@ -105,9 +113,27 @@ def _norm(out: dict, variables: dict, src: str, dst: str) -> None:
     out[f"{dst}.bias"] = variables[f"{src}/beta"]
 
 
-def whisper_state_dict(variables: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """CTranslate2 WhisperSpec variables -> Hugging Face WhisperForConditionalGeneration names."""
+def dequantize(variables: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The variables with every int8 `X/weight` (rows scaled by `X/weight_scale`, as CTranslate2
+    stores int8, int8_float16 and int8_float32 models) also as float32 `X/weight` = int8 / scale;
+    the int8 originals under `X/weight_int8`."""
+    out = dict(variables)
+    for name, scale in variables.items():
+        if name.endswith("/weight_scale"):
+            base = name[: -len("_scale")]
+            q = variables[base]
+            out[base] = q.float() / scale.float().view(-1, *[1] * (q.dim() - 1))
+            out[base + "_int8"] = q
+    return out
+
+
+def whisper_state_dict(variables: dict[str, torch.Tensor]) -> tuple[dict, dict]:
+    """CTranslate2 WhisperSpec variables -> (state dict with Hugging Face's
+    WhisperForConditionalGeneration names, {HF name: (int8 weight, CTranslate2 scale)} for the
+    int8 linears and token embedding of a quantized model, empty for a float one)."""
+    variables = dequantize(variables)
     out: dict[str, torch.Tensor] = {}
+    int8: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
     for stack in ("encoder", "decoder"):
         hf = f"model.{stack}"
         _norm(out, variables, f"{stack}/layer_norm", f"{hf}.layer_norm")
@@ -117,30 +143,41 @@ def whisper_state_dict(variables: dict[str, torch.Tensor]) -> dict[str, torch.Te
             src, dst = f"{stack}/layer_{i}", f"{hf}.layers.{i}"
             _norm(out, variables, f"{src}/self_attention/layer_norm", f"{dst}.self_attn_layer_norm")
             _linear(
-                out, variables, f"{src}/self_attention/linear_0", [f"{dst}.self_attn.{p}_proj" for p in "qkv"]
+                out,
+                variables,
+                f"{src}/self_attention/linear_0",
+                [f"{dst}.self_attn.{p}_proj" for p in "qkv"],
+                int8,
             )
-            _linear(out, variables, f"{src}/self_attention/linear_1", f"{dst}.self_attn.out_proj")
+            _linear(out, variables, f"{src}/self_attention/linear_1", f"{dst}.self_attn.out_proj", int8)
             if stack == "decoder":
                 _norm(out, variables, f"{src}/attention/layer_norm", f"{dst}.encoder_attn_layer_norm")
-                _linear(out, variables, f"{src}/attention/linear_0", f"{dst}.encoder_attn.q_proj")
+                _linear(out, variables, f"{src}/attention/linear_0", f"{dst}.encoder_attn.q_proj", int8)
                 _linear(
                     out,
                     variables,
                     f"{src}/attention/linear_1",
                     [f"{dst}.encoder_attn.{p}_proj" for p in "kv"],
+                    int8,
                 )
-                _linear(out, variables, f"{src}/attention/linear_2", f"{dst}.encoder_attn.out_proj")
+                _linear(out, variables, f"{src}/attention/linear_2", f"{dst}.encoder_attn.out_proj", int8)
             _norm(out, variables, f"{src}/ffn/layer_norm", f"{dst}.final_layer_norm")
-            _linear(out, variables, f"{src}/ffn/linear_0", f"{dst}.fc1")
-            _linear(out, variables, f"{src}/ffn/linear_1", f"{dst}.fc2")
+            _linear(out, variables, f"{src}/ffn/linear_0", f"{dst}.fc1", int8)
+            _linear(out, variables, f"{src}/ffn/linear_1", f"{dst}.fc2", int8)
     for conv in ("conv1", "conv2"):
         out[f"model.encoder.{conv}.weight"] = variables[f"encoder/{conv}/weight"]
         out[f"model.encoder.{conv}.bias"] = variables[f"encoder/{conv}/bias"]
-    out["model.decoder.embed_tokens.weight"] = variables["decoder/embeddings/weight"]
-    out["proj_out.weight"] = variables.get(
-        "decoder/projection/weight", variables["decoder/embeddings/weight"]
+    embed = out["model.decoder.embed_tokens.weight"] = variables["decoder/embeddings/weight"]
+    if "decoder/embeddings/weight_int8" in variables:
+        int8["model.decoder.embed_tokens.weight"] = (
+            variables["decoder/embeddings/weight_int8"],
+            variables["decoder/embeddings/weight_scale"],
+        )
+    projection = variables.get("decoder/projection/weight")  # usually an alias of the embedding
+    out["proj_out.weight"] = (
+        projection if projection is not None and projection.is_floating_point() else embed
     )
-    return out
+    return out, int8
 
 
 def _special_tokens(path: str) -> dict[str, int]:
@@ -209,9 +246,18 @@ def whisper_configs(path: str, variables: dict[str, torch.Tensor]):
 
 
 def load_ctranslate2_whisper(path: str):
-    """(HF-named state dict in float32 or the file's float type, WhisperConfig, GenerationConfig)."""
+    """(HF-named state dict in float32 or the file's float type, WhisperConfig, GenerationConfig);
+    an int8 model's weights are dequantized (see `load_ctranslate2_whisper_int8` for the int8)."""
+    state_dict, _, config, generation_config = load_ctranslate2_whisper_int8(path)
+    return state_dict, config, generation_config
+
+
+def load_ctranslate2_whisper_int8(path: str):
+    """(state dict, {HF name: (int8 weight [out, in], CTranslate2 scale [out])}, WhisperConfig,
+    GenerationConfig): a float model has no int8 weights; an int8 one has its scales, where a
+    weight equals int8 / scale row by row."""
     spec, variables = read_model_bin(os.path.join(path, "model.bin"))
     if spec != "WhisperSpec":
         raise ValueError(f"{path}: CTranslate2 model of type {spec}; Scriba reads WhisperSpec models only")
     config, generation_config = whisper_configs(path, variables)
-    return whisper_state_dict(variables), config, generation_config
+    return *whisper_state_dict(variables), config, generation_config

@@ -115,6 +115,28 @@ def load_weights(model: nn.Module, weights: Iterator[tuple[str, torch.Tensor]]) 
         raise ValueError(f"cannot load weights into {type(model).__name__}: " + "; ".join(problems))
 
 
+def gather_int8(model: nn.Module, weights) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """{model parameter name: (int8 [out, in], scale [out])} from checkpoint (name, (int8,
+    scale)) pairs, renamed and fused into the model's projections as `load_weights` does;
+    only parameters that the checkpoint gives whole (every shard) are kept."""
+    params = dict(model.named_parameters())
+    rename = getattr(model, "checkpoint_name", lambda n: n)
+    out, filled = {}, {}
+    for ckpt_name, (q, scale) in weights:
+        target = _find_target(rename(ckpt_name), params) if rename(ckpt_name) else None
+        if target is None:
+            continue
+        name, shard = target
+        if name not in out:
+            out[name] = (torch.zeros(params[name].shape, dtype=torch.int8), torch.ones(params[name].shape[0]))
+            filled[name] = set()
+        q_all, scale_all = out[name]
+        rows = slice(None) if shard is None else _shard_rows(q_all.shape[0], name, shard)
+        q_all[rows], scale_all[rows] = q, scale
+        filled[name].add(shard)
+    return {n: w for n, w in out.items() if filled[n] == set(_shard_names(n))}
+
+
 def _is_optional(name: str, shard: str | None, patterns) -> bool:
     key = f"{name}:{shard}" if shard else name
     return any(fnmatch.fnmatchcase(key, p) for p in patterns)
@@ -139,7 +161,11 @@ def _find_target(name: str, params: dict) -> tuple[str, str | None] | None:
 
 
 def _shard_view(tensor: torch.Tensor, name: str, shard: str) -> torch.Tensor:
+    return tensor[_shard_rows(tensor.shape[0], name, shard)]
+
+
+def _shard_rows(rows: int, name: str, shard: str) -> slice:
     shards = _SHARDS[name.rsplit(".", 2)[-2]]
-    size = tensor.shape[0] // len(shards)
+    size = rows // len(shards)
     i = shards.index(shard)
-    return tensor[i * size : (i + 1) * size]
+    return slice(i * size, (i + 1) * size)

@@ -4,7 +4,9 @@ Every `nn.Linear` (encoder and decoder projections, feed-forward layers) becomes
 dynamically quantized Linear: weights stored as int8 with one scale per output channel,
 activations quantized per call, products in fbgemm's int8 kernels. The output projection
 (a tied embedding, not a Linear) gets its own quantized copy, `model.quantized_head`, which
-`compute_logits` uses; the embedding itself stays in float32 for the token lookup.
+`compute_logits` uses; the embedding itself stays in float32 for the token lookup. A model
+loaded from an int8 checkpoint (`model.int8_weights`, see models/loader.gather_int8) keeps the
+checkpoint's own int8 weights and per-row scales instead of requantizing its float weights.
 
 Why PyTorch's own quantized Linear: measured on this project's 2-core AVX2 CPU (torch 2.13),
 it runs tiny.en's encoder GEMM [12000, 384] x [384, 1536] in 87 ms (float32: 119 ms) and its
@@ -20,6 +22,7 @@ import warnings
 
 import torch
 from torch import nn
+from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
 
 QUANTIZATIONS = ("int8",)
 
@@ -34,9 +37,24 @@ def quantize_int8(model: nn.Module) -> nn.Module:
         head.weight.copy_(weight)
         if bias is not None:
             head.bias.copy_(bias)
+    head_name = next((n for n, p in model.named_parameters() if p is weight), None)
     spec = {nn.Linear: per_channel_dynamic_qconfig}
     with warnings.catch_warnings():  # the deprecation notice of torch.ao's quantized modules
         warnings.simplefilter("ignore")
         quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True)
         model.quantized_head = quantize_dynamic(nn.Sequential(head), spec, dtype=torch.qint8)[0]
+        checkpoint = getattr(model, "int8_weights", None) or {}
+        modules = {f"{n}.weight": m for n, m in model.named_modules() if isinstance(m, DynamicLinear)}
+        modules[f"{head_name}"] = model.quantized_head
+        for name, (q, scale) in checkpoint.items():
+            if name in modules:
+                _set_int8_weight(modules[name], q, scale)
+    model.int8_weights = {}  # the int8 copies now live in the quantized modules
     return model
+
+
+def _set_int8_weight(module: nn.Module, q: torch.Tensor, scale: torch.Tensor) -> None:
+    """Give a dynamic quantized Linear the int8 weight [out, in] whose rows are int8 / scale."""
+    zero = torch.zeros(q.shape[0], dtype=torch.long)
+    weight = torch._make_per_channel_quantized_tensor(q, 1.0 / scale.double(), zero, 0)
+    module.set_weight_bias(weight, module.bias())

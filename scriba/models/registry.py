@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 from scriba.models.bart import BartForConditionalGeneration, MBartForConditionalGeneration
-from scriba.models.ctranslate2 import is_ctranslate2_folder, load_ctranslate2_whisper
-from scriba.models.loader import iterate_checkpoint, load_weights, resolve_model_path
+from scriba.models.ctranslate2 import is_ctranslate2_folder, load_ctranslate2_whisper_int8
+from scriba.models.loader import gather_int8, iterate_checkpoint, load_weights, resolve_model_path
 from scriba.models.whisper import WhisperForConditionalGeneration
 
 MODEL_REGISTRY: dict[str, type[nn.Module]] = {
@@ -62,11 +62,14 @@ def load_model(
 ) -> tuple[nn.Module, str]:
     """Build the registered class for the checkpoint at `model`, load its weights strictly.
 
-    `model` is a Hugging Face folder or hub id, or a CTranslate2 (faster-whisper) folder.
+    `model` is a Hugging Face folder or hub id, or a CTranslate2 (faster-whisper) folder. A
+    quantized CTranslate2 folder loads dequantized, and the model keeps its int8 weights and
+    scales in `model.int8_weights` ({parameter name: (int8, scale)}) for models/quantize.py.
     """
     path = resolve_model_path(model, revision)
+    int8 = {}
     if is_ctranslate2_folder(path):
-        weights, hf_config, generation_config = load_ctranslate2_whisper(path)
+        weights, int8, hf_config, generation_config = load_ctranslate2_whisper_int8(path)
         weights = weights.items()
     else:
         _, hf_config = load_hf_config(path)
@@ -76,4 +79,5 @@ def load_model(
     with torch.device(device):
         net = cls(hf_config, generation_config)
     load_weights(net, weights)
+    net.int8_weights = gather_int8(net, int8.items()) if int8 else {}
     return net.to(dtype=dtype).eval(), path

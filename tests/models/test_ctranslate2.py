@@ -1,4 +1,5 @@
-"""The CTranslate2 reader: the file format, and clear errors for what it does not read."""
+"""The CTranslate2 reader: the file format, int8 models (their own integers in the int8 mode), and
+clear errors for what it does not read."""
 
 import json
 import shutil
@@ -6,7 +7,9 @@ import struct
 
 import pytest
 import torch
+from oracle import JFK, JFK_WORDS, words
 
+from scriba import Engine, SamplingParams
 from scriba.models.ctranslate2 import is_ctranslate2_folder, load_ctranslate2_whisper, read_model_bin
 from scriba.models.registry import default_model_path
 
@@ -51,17 +54,54 @@ def test_other_specs_and_versions_are_refused(tmp_path):
         read_model_bin(str(tmp_path / "model.bin"))
 
 
-def test_quantized_model_is_refused_with_a_hint(tmp_path):
+def write_int8_folder(path, float_type: torch.dtype) -> dict:
+    """The bundled tiny.en saved as CTranslate2 saves int8 models (checked against
+    ctranslate2 4.8's converter: int8, int8_float16, int8_float32): every Linear, convolution
+    and embedding weight as int8 with a float32 `weight_scale` of 127 / max|row|; the other
+    floats (biases, norms, positions) in `float_type`; the projection an alias of the
+    embedding. Returns the variables written."""
     src = default_model_path()
     _, variables = read_model_bin(f"{src}/model.bin")
-    name = "encoder/layer_0/ffn/linear_0"
-    variables[f"{name}/weight"] = variables[f"{name}/weight"].to(torch.int8)
-    variables[f"{name}/weight_scale"] = torch.ones(variables[f"{name}/weight"].shape[0])
-    write_model_bin(tmp_path / "model.bin", "WhisperSpec", variables)
-    for f in ("config.json", "tokenizer.json"):
-        shutil.copy(f"{src}/{f}", tmp_path / f)
-    with pytest.raises(ValueError, match="quantized .* --quantization float16"):
-        load_ctranslate2_whisper(str(tmp_path))
+    aliases = {"decoder/projection/weight": "decoder/embeddings/weight"}
+    out = {}
+    for name, t in variables.items():
+        if name in aliases:
+            continue
+        if name.endswith("/weight") and t.is_floating_point() and t.dim() >= 2:
+            w = t.float()
+            scale = 127 / w.flatten(1).abs().amax(1).clamp_min(1e-12)
+            out[name] = (w * scale.view(-1, *[1] * (w.dim() - 1))).round().to(torch.int8)
+            out[name + "_scale"] = scale
+        else:
+            out[name] = t.to(float_type) if t.is_floating_point() else t
+    write_model_bin(path / "model.bin", "WhisperSpec", out, aliases)
+    for f in ("config.json", "tokenizer.json", "vocabulary.txt"):
+        shutil.copy(f"{src}/{f}", path / f)
+    return out
+
+
+@pytest.mark.parametrize("float_type", [torch.float32, torch.float16], ids=["int8_float32", "int8_float16"])
+def test_int8_model_runs_its_own_integers_and_transcribes_jfk(tmp_path, float_type):
+    variables = write_int8_folder(tmp_path, float_type)
+    state_dict, _, _ = load_ctranslate2_whisper(str(tmp_path))
+    fc1 = "encoder/layer_0/ffn/linear_0/weight"
+    dequantized = variables[fc1].float() / variables[fc1 + "_scale"][:, None]
+    assert torch.equal(state_dict["model.encoder.layers.0.fc1.weight"], dequantized)
+    engine = Engine(str(tmp_path))
+    assert engine.config.quantization == "int8"  # the checkpoint's own mode, unasked
+    layer = engine.model.model.decoder.layers[1]
+    for module, name in [
+        (layer.self_attn.qkv_proj, "decoder/layer_1/self_attention/linear_0"),  # fused q, k, v
+        (layer.encoder_attn.kv_proj, "decoder/layer_1/attention/linear_1"),
+        (layer.fc2, "decoder/layer_1/ffn/linear_1"),
+        (engine.model.quantized_head, "decoder/embeddings"),
+    ]:
+        weight = module.weight()
+        assert torch.equal(weight.int_repr(), variables[f"{name}/weight"])
+        scales = weight.q_per_channel_scales().float()
+        assert torch.allclose(scales, 1 / variables[f"{name}/weight_scale"], rtol=1e-6)
+    text = engine.generate([{"audio": JFK}], SamplingParams(max_tokens=60))[0].outputs[0].text
+    assert words(text) == JFK_WORDS
 
 
 def test_tokenizer_without_whisper_tokens_is_refused(tmp_path):
@@ -73,3 +113,15 @@ def test_tokenizer_without_whisper_tokens_is_refused(tmp_path):
     json.dump(tok, open(tmp_path / "tokenizer.json", "w"))
     with pytest.raises(ValueError, match="lacks Whisper's control tokens"):
         load_ctranslate2_whisper(str(tmp_path))
+
+
+def test_int8_model_runs_dequantized_where_int8_cannot(tmp_path):
+    """bfloat16 (or a GPU) has no int8 mode: the weights run as int8 / scale in that dtype."""
+    variables = write_int8_folder(tmp_path, torch.float32)
+    engine = Engine(str(tmp_path), dtype="bfloat16")
+    assert engine.config.quantization is None
+    fc1 = engine.model.model.encoder.layers[0].fc1
+    assert type(fc1) is torch.nn.Linear and fc1.weight.dtype == torch.bfloat16
+    name = "encoder/layer_0/ffn/linear_0/weight"
+    expected = (variables[name].float() / variables[name + "_scale"][:, None]).bfloat16()
+    assert torch.equal(fc1.weight, expected)

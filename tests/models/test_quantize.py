@@ -2,24 +2,13 @@
 Linear layer and the logits. Oracles: the float32 model on the same weights (logits close,
 token agreement reported), and real speech with known words (the bundled tiny.en on jfk.flac)."""
 
-import os
-
 import pytest
 import torch
-from oracle import random_prompts
+from oracle import JFK, JFK_WORDS, random_prompts, words
 
 import scriba
 from scriba import Engine, SamplingParams
 from scriba.config import EngineConfig
-
-JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
-JFK_WORDS = (
-    "and so my fellow americans ask not what your country can do for you ask what you can do for your country"
-)
-
-
-def words(text: str) -> str:
-    return " ".join("".join(c for c in text.lower() if c.isalpha() or c == " ").split())
 
 
 @pytest.mark.parametrize("fixture", ["tiny_bart", "tiny_bart_tied"])
@@ -42,11 +31,18 @@ def test_int8_bart_converts_every_linear_and_stays_close(request, fixture):
     assert agreement > 0.3 and all(len(t) == 12 for t in b)
 
 
-def test_int8_tiny_en_transcribes_jfk():
-    """Through the public call, as users ask for it."""
-    result = scriba.transcribe(JFK, quantization="int8")
+@pytest.mark.parametrize("mode", [{"quantization": "int8"}, {"dtype": "bfloat16"}], ids=["int8", "bfloat16"])
+def test_reduced_precision_tiny_en_transcribes_jfk(mode):
+    """Through the public call, as users ask for it; tokens compared with float32's."""
+    full = scriba.transcribe(JFK, dtype="float32")
+    result = scriba.transcribe(JFK, **mode)
     assert words(result.text) == JFK_WORDS
     assert result.segments and result.segments[-1].end <= 11.1
+    a = [t for s in full.segments for t in s.tokens]
+    b = [t for s in result.segments for t in s.tokens]
+    agreement = sum(x == y for x, y in zip(a, b)) / max(len(a), len(b))
+    print(f"{mode}: jfk tokens equal to float32 at {agreement:.0%} of positions")
+    assert agreement >= 0.9
 
 
 @pytest.mark.parametrize(
