@@ -42,6 +42,9 @@ class EngineConfig:
     # None: weights in `dtype`. "int8": int8 weights and dynamic int8 activations in every Linear
     # layer and the logits (CPU, float32 activations); see models/quantize.py.
     quantization: str | None = None
+    # CPU threads for torch's intra-op pool. None: one per physical core this process may use,
+    # within its container's CPU quota (engine/threads.py), unless OMP_NUM_THREADS is set.
+    num_threads: int | None = None
 
     def __post_init__(self) -> None:
         if self.dtype not in _DTYPES:
@@ -58,6 +61,8 @@ class EngineConfig:
         if self.max_num_seqs is not None:
             _check_positive("max_num_seqs", self.max_num_seqs)
         _check_positive("max_num_batched_tokens", self.max_num_batched_tokens)
+        if self.num_threads is not None:
+            _check_positive("num_threads", self.num_threads)
         if self.num_kv_blocks is not None:
             _check_positive("num_kv_blocks", self.num_kv_blocks)
         if self.num_cpu_blocks is not None and self.num_cpu_blocks < 0:

@@ -13,16 +13,17 @@ import torch
 from scriba.config import EngineConfig
 from scriba.engine.beam_search import BeamSearch
 from scriba.engine.block_manager import BlockManager, blocks_for
-from scriba.engine.memory import cpu_kv_blocks, gpu_kv_blocks
 from scriba.engine.generation_defaults import generation_defaults
 from scriba.engine.host_heap import reuse_freed_memory
 from scriba.engine.inputs import PromptType
+from scriba.engine.memory import cpu_kv_blocks, gpu_kv_blocks
 from scriba.engine.model_runner import ModelRunner
 from scriba.engine.outputs import CompletionOutput, RequestOutput
 from scriba.engine.request_processing import ProcessedRequest, request_processing_for
 from scriba.engine.sampling_params import SamplingParams
 from scriba.engine.scheduler import Scheduler
 from scriba.engine.sequence import SequenceGroup, SequenceStatus
+from scriba.engine.threads import inference_threads
 from scriba.models import default_model_path, load_model
 from scriba.models.quantize import quantize_int8
 
@@ -40,6 +41,8 @@ class Engine:
 
     def __init__(self, model: str | None = None, **kwargs):
         self.config = config = EngineConfig(model=model, **kwargs)  # bad options fail first
+        if config.device == "cpu":
+            _set_cpu_threads(config)
         if model is None:  # the offline default: the bundled tiny.en
             model = config.model = default_model_path()
         self.model, self.model_path = load_model(model, config.device, config.torch_dtype, config.revision)
@@ -159,7 +162,11 @@ class Engine:
         """An int8 checkpoint (CTranslate2 int8*) runs in the int8 mode where it can: on the CPU
         in float32. Elsewhere (a GPU, or dtype bfloat16) its dequantized weights run."""
         c = self.config
-        return bool(getattr(self.model, "int8_weights", None)) and c.device == "cpu" and c.torch_dtype == torch.float32
+        return (
+            bool(getattr(self.model, "int8_weights", None))
+            and c.device == "cpu"
+            and c.torch_dtype == torch.float32
+        )
 
     def has_unfinished_requests(self) -> bool:
         return self.scheduler.has_unfinished()
@@ -413,3 +420,14 @@ def _progress(total: int):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc="requests", unit="req")
+
+
+def _set_cpu_threads(config) -> None:
+    """torch's intra-op threads: `num_threads`, else one per usable physical core; an explicit
+    OMP_NUM_THREADS is the user's choice and is kept."""
+    if config.num_threads is None and "OMP_NUM_THREADS" in os.environ:
+        config.num_threads = torch.get_num_threads()
+        return
+    config.num_threads = config.num_threads or inference_threads()
+    if torch.get_num_threads() != config.num_threads:
+        torch.set_num_threads(config.num_threads)
