@@ -1,21 +1,21 @@
-"""Scriba vs transformers on the bundled Whisper tiny.en (same weights), on this machine.
+"""Whisper on real speech on this CPU: Scriba's modes vs faster-whisper vs transformers.
 
-Audio: real speech (jfk.flac, 11 s) laid end to end with pauses of 0.3-1.5 s. Greedy
-decoding, no timestamps, at most 224 new tokens per 30 s window, sdpa attention and the
-weights from Scriba's CTranslate2 reader for transformers. Two workloads, in one run:
+    python benchmarks/bench_whisper.py [--data ../shared/data/dev_speech] [--skip bfloat16]
 
-1. Short clips (4-30 s), all in one batch: Scriba's `Engine.generate` (one audio request
-   per clip) vs `WhisperForConditionalGeneration.generate()` on the batched features. The
-   tokens must agree.
-2. Long recordings (1-3 min): `scriba.transcribe(mode="batched")` vs the transformers
-   pipeline as its docs recommend for long audio (`chunk_length_s=30, batch_size=16`,
-   greedy). The pipeline's chunks overlap by 5 s on each side; Scriba's windows do not.
-faster-whisper (CTranslate2), when installed, runs workload 2 on the same folder: the bar.
-Everything is warmed up first; the best of --repeats runs counts. Prints the real-time
-factor (seconds of audio per second of compute) and the ratios.
-
-    python benchmarks/bench_whisper.py                   # 24 clips, 4 recordings
-    python benchmarks/bench_whisper.py --num-clips 8 --num-files 2 --repeats 1
+Same weights everywhere (the bundled tiny.en). Two workloads, in one run:
+  short      the dev set's short English utterances (MANIFEST.tsv) and jfk.flac
+  long-form  the dev set's long-form recording (158 s)
+Systems, each warmed up on one file first, greedy, English, timestamps on:
+  Scriba float32 / bfloat16 / int8   scriba.transcribe(all files): its batch (mode="batched";
+                                     for long-form also mode="sequential")
+  faster-whisper int8 / float32      WhisperModel.transcribe, one file at a time, and its
+                                     BatchedInferencePipeline (batch_size 8, its defaults: VAD
+                                     chunks, no timestamp tokens); the `bench` extra
+  transformers float32               short: generate() on the batched features; long-form:
+                                     generate() on the whole recording (sequential long-form)
+Prints real-time factor (audio seconds per second), WER against the references (lower case,
+punctuation dropped, digits spelled), texts equal to Scriba float32's, and each Scriba mode's
+ratio to faster-whisper int8 (the faster of its two ways). Keep the machine otherwise idle.
 """
 
 from __future__ import annotations
@@ -24,169 +24,81 @@ import argparse
 import os
 import time
 
-import numpy as np
+import soundfile as sf
 import torch
-
-from scriba import Engine, SamplingParams
-from scriba.engine.audio import load_audio, log_mel
-from scriba.models.ctranslate2 import load_ctranslate2_whisper
-from scriba.models.registry import default_model_path
+from whisper_systems import faster_whisper_systems, scriba_systems, transformers_system
+from wer import load_manifest, wer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JFK = os.path.join(HERE, "..", "assets", "jfk.flac")
-MAX_NEW = 224
+JFK_TEXT = "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
 
 
-def speech(copies: int, rng) -> np.ndarray:
-    jfk, parts = load_audio(JFK), []
-    for _ in range(copies):
-        parts += [jfk * rng.uniform(0.5, 1.0), np.zeros(int(16000 * rng.uniform(0.3, 1.5)), np.float32)]
-    return np.concatenate(parts).astype(np.float32)
+def workloads(data: str) -> dict[str, tuple[list[str], list[str]]]:
+    files, refs = load_manifest(data, "short")
+    return {"short": (files + [JFK], refs + [JFK_TEXT]), "long-form": load_manifest(data, "longform")}
 
 
-def make_clips(num: int, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    audio = speech(4 * num, rng)
-    clips, start = [], 0
-    for _ in range(num):
-        length = int(16000 * rng.uniform(4, 30))
-        clips.append(audio[start : start + length])
-        start += length
-    return clips
+def measure(run, files: list[str]) -> tuple[float, list[str]]:
+    run(files[:1])  # warm-up: model load, first-pass allocations
+    start = time.perf_counter()
+    texts = [t.strip() for t in run(files)]
+    return time.perf_counter() - start, texts
 
 
-def run_scriba(engine: Engine, clips) -> list[list[int]]:
-    outputs = engine.generate([{"audio": (c, 16000)} for c in clips], SamplingParams(max_tokens=MAX_NEW))
-    eot = engine.model.tokens.eot
-    return [[t for t in o.outputs[0].token_ids if t != eot] for o in outputs]
+def bench(name: str, files: list[str], refs: list[str], systems: dict) -> dict[str, float]:
+    seconds = sum(sf.info(f).duration for f in files)
+    words = sum(len(r.split()) for r in refs)
+    print(f"\n{name}: {len(files)} files, {seconds:.0f} s, {words} reference words")
+    print(f"{'system':<40} {'RTFx':>7} {'WER':>7}  same text as Scriba float32")
+    rtfx, texts = {}, {}
+    for system, run in systems.items():
+        elapsed, texts[system] = measure(run, files)
+        rtfx[system] = seconds / elapsed
+        base = texts.get("Scriba float32") or texts[system]
+        same = sum(a == b for a, b in zip(texts[system], base))
+        print(
+            f"{system:<40} {rtfx[system]:6.1f}x {wer(refs, texts[system]):7.4f}  {same}/{len(files)}",
+            flush=True,
+        )
+    return rtfx, texts
 
 
-def run_transformers(model, clips) -> list[list[int]]:
-    features = torch.tensor(log_mel(clips, 80))  # the same extractor transformers' processor uses
-    with torch.inference_mode():
-        out = model.generate(input_features=features, max_new_tokens=MAX_NEW, return_timestamps=False)
-    gen = model.generation_config
-    # Rows may start with the control tokens, and end without <|endoftext|> (the longest)
-    # or padded with it (the others): compare the text tokens.
-    control = {gen.eos_token_id, gen.decoder_start_token_id, gen.no_timestamps_token_id}
-    return [[t for t in row if t not in control] for row in out.tolist()]
-
-
-def hf_pipeline(model, folder: str):
-    from transformers import WhisperFeatureExtractor, WhisperTokenizerFast, pipeline
-
-    tokenizer = WhisperTokenizerFast(tokenizer_file=os.path.join(folder, "tokenizer.json"))
-    tokenizer.pad_token = "<|endoftext|>"
-    asr = pipeline(
-        "automatic-speech-recognition",
-        model=model,
-        tokenizer=tokenizer,
-        feature_extractor=WhisperFeatureExtractor(feature_size=80),
-        chunk_length_s=30,
-        batch_size=16,
-        device="cpu",
-    )
-    kwargs = dict(num_beams=1, max_new_tokens=MAX_NEW)
-    return lambda files: [
-        o["text"] for o in asr([{"raw": f, "sampling_rate": 16000} for f in files], generate_kwargs=kwargs)
-    ]
-
-
-def run_faster_whisper(folder: str, files):
-    try:
-        from faster_whisper import BatchedInferencePipeline, WhisperModel
-    except ImportError:
-        return None
-    model = BatchedInferencePipeline(
-        WhisperModel(folder, device="cpu", compute_type="float32", cpu_threads=torch.get_num_threads())
-    )
-
-    def run():
-        for f in files:
-            list(model.transcribe(f, beam_size=1, without_timestamps=True, batch_size=16)[0])
-
-    return run
-
-
-def best_of(repeats: int, fn) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def ratios(rtfx: dict[str, float]) -> None:
+    bar = max((v, k) for k, v in rtfx.items() if k.startswith("faster-whisper int8"))
+    print(f"vs {bar[1]} ({bar[0]:.1f}x):")
+    for system, value in rtfx.items():
+        if system.startswith("Scriba"):
+            print(f"  {system:<38} {value / bar[0]:.2f}x")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--num-clips", type=int, default=24)
-    parser.add_argument("--num-files", type=int, default=4)
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", default=os.path.join(HERE, "..", "..", "shared", "data", "dev_speech"))
+    parser.add_argument("--skip", default="", help="comma-separated Scriba modes to leave out")
     args = parser.parse_args()
-
-    from transformers import WhisperForConditionalGeneration
-
     from bench_bart import cpu_name
 
-    folder = default_model_path()
-    clips = make_clips(args.num_clips, args.seed)
-    seconds = sum(len(c) for c in clips) / 16000
-    print(f"device: {cpu_name()} ({torch.get_num_threads()} threads), torch {torch.__version__}")
+    print(f"machine: {cpu_name()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}")
+    modes = [m for m in ("float32", "bfloat16", "int8") if m not in args.skip.split(",")]
+    all_refs, all_texts = [], {}  # Scriba's default (batched) texts over both workloads
+    for name, (files, refs) in workloads(args.data).items():
+        systems = scriba_systems(modes, sequential=name == "long-form")
+        systems.update(faster_whisper_systems(torch.get_num_threads()))
+        systems.update(transformers_system(long_form=name == "long-form"))
+        rtfx, texts = bench(name, files, refs, systems)
+        if any(k.startswith("faster-whisper int8") for k in rtfx):
+            ratios(rtfx)
+        all_refs += refs
+        for system, t in texts.items():
+            all_texts.setdefault(system, []).extend(t)
     print(
-        f"model: Whisper tiny.en (bundled CTranslate2 folder), float32; {len(clips)} clips, {seconds:.0f} s of audio, greedy, no timestamps"
+        f"\nWER over both workloads ({sum(len(r.split()) for r in all_refs)} words), Scriba's default mode:"
     )
-
-    engine = Engine(folder, device="cpu", dtype="float32")
-    state_dict, config, generation_config = load_ctranslate2_whisper(folder)
-    config._attn_implementation = "sdpa"
-    hf = WhisperForConditionalGeneration(config)
-    hf.load_state_dict({k: v.float() for k, v in state_dict.items()}, strict=False)
-    hf.generation_config = generation_config
-    hf.eval()
-
-    print("\n1. short clips, one batch")
-    ours, theirs = run_scriba(engine, clips), run_transformers(hf, clips)  # warm-up, and the check
-    same = sum(a == b for a, b in zip(ours, theirs))
-    t_scriba = best_of(args.repeats, lambda: run_scriba(engine, clips))
-    t_hf = best_of(args.repeats, lambda: run_transformers(hf, clips))
-    print(f"same tokens as transformers: {same}/{len(clips)}")
-    report(seconds, [("Scriba Engine.generate", t_scriba), ("transformers generate()", t_hf)])
-
-    import scriba
-
-    rng = np.random.default_rng(args.seed + 1)
-    files = [speech(int(n), rng) for n in np.linspace(5, 15, args.num_files)]
-    seconds = sum(len(f) for f in files) / 16000
-    print(f"\n2. {len(files)} recordings, {seconds:.0f} s of audio in all, long-form")
-    ours = lambda: scriba.transcribe(files, timestamps=False, temperature=0.0, mode="batched")  # noqa: E731
-    pipe = hf_pipeline(hf, folder)
-    texts_ours, texts_hf = [r.text for r in ours()], pipe(files)
-    for name, texts in (("Scriba", texts_ours), ("transformers", texts_hf)):
-        counts = [t.lower().count("fellow americans") for t in texts]
-        print(
-            f"{name}: 'fellow americans' found {counts} times (spoken {[int(n) for n in np.linspace(5, 15, args.num_files)]})"
-        )
-    rows = [
-        ("scriba.transcribe (batched)", best_of(args.repeats, ours)),
-        ("transformers pipeline", best_of(args.repeats, lambda: pipe(files))),
-    ]
-    fw = run_faster_whisper(folder, files)
-    if fw is not None:
-        fw()
-        rows.append(("faster-whisper (batched)", best_of(args.repeats, fw)))
-    else:
-        print("faster-whisper: not installed (pip install faster-whisper to compare)")
-    report(seconds, rows)
-
-
-def report(seconds: float, rows: list[tuple[str, float]]) -> None:
-    print(f"{'system':<30}{'seconds':>10}{'real-time factor':>20}")
-    for name, t in rows:
-        print(f"{name:<30}{t:>10.2f}{seconds / t:>19.1f}x")
-    ours = rows[0][1]
-    for name, t in rows[1:]:
-        print(f"Scriba / {name}: {t / ours:.2f}x")
+    for mode in modes:
+        texts = all_texts[f"Scriba {mode}"]
+        delta = wer(all_refs, texts) - wer(all_refs, all_texts["Scriba float32"])
+        print(f"  Scriba {mode:<10} {wer(all_refs, texts):.4f} ({delta:+.4f} vs float32)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,90 @@
+"""The systems that bench_whisper.py compares, each a callable: list of audio paths -> texts."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+import scriba
+from scriba.engine.audio import load_audio
+from scriba.models.ctranslate2 import load_ctranslate2_whisper
+from scriba.models.registry import default_model_path
+
+SCRIBA_MODES = {
+    "float32": {"dtype": "float32"},
+    "bfloat16": {"dtype": "bfloat16"},
+    "int8": {"quantization": "int8"},
+}
+
+
+def scriba_systems(modes: list[str], sequential: bool) -> dict:
+    """Scriba in each mode through `scriba.transcribe` (all files in one call), batched windows;
+    with `sequential`, also mode="sequential" (each window conditioned on the one before)."""
+    systems = {}
+    for kind in ("batched", "sequential") if sequential else ("batched",):
+        for mode in modes:
+            name = f"Scriba {mode}" + (" sequential" if kind == "sequential" else "")
+            options = dict(SCRIBA_MODES[mode], mode=kind)
+            systems[name] = lambda files, o=options: [t.text for t in scriba.transcribe(files, **o)]
+    return systems
+
+
+def faster_whisper_systems(threads: int) -> dict:
+    """faster-whisper int8 and float32, one file at a time and batched; {} if not installed."""
+    try:
+        from faster_whisper import BatchedInferencePipeline, WhisperModel
+    except ImportError:
+        print("faster-whisper is not installed (pip install -e '.[bench]'): its rows are left out")
+        return {}
+    systems = {}
+    for compute_type in ("int8", "float32"):
+        model = WhisperModel(
+            default_model_path(), device="cpu", compute_type=compute_type, cpu_threads=threads
+        )
+        batched = BatchedInferencePipeline(model)
+
+        def one_by_one(files, m=model):
+            return ["".join(s.text for s in m.transcribe(f, beam_size=1, language="en")[0]) for f in files]
+
+        def in_batches(files, b=batched):
+            return ["".join(s.text for s in b.transcribe(f, beam_size=1, language="en")[0]) for f in files]
+
+        systems[f"faster-whisper {compute_type}"] = one_by_one
+        systems[f"faster-whisper {compute_type} batched"] = in_batches
+    return systems
+
+
+def transformers_system(long_form: bool) -> dict:
+    """transformers' WhisperForConditionalGeneration (sdpa, float32) on the same weights."""
+    from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration, WhisperTokenizerFast
+
+    folder = default_model_path()
+    state_dict, config, generation_config = load_ctranslate2_whisper(folder)
+    config._attn_implementation = "sdpa"
+    model = WhisperForConditionalGeneration(config)
+    model.load_state_dict({k: v.float() for k, v in state_dict.items()}, strict=False)
+    model.generation_config = generation_config
+    model.eval()
+    tokenizer = WhisperTokenizerFast(tokenizer_file=os.path.join(folder, "tokenizer.json"))
+    extractor = WhisperFeatureExtractor(feature_size=config.num_mel_bins)
+
+    def run(files):
+        audio = [load_audio(f) for f in files]
+        if long_form:  # whole recordings: generate() runs its sequential long-form loop
+            inputs = extractor(
+                audio,
+                sampling_rate=16000,
+                truncation=False,
+                padding="longest",
+                return_attention_mask=True,
+                return_tensors="np",
+            )
+            kwargs = {"attention_mask": torch.from_numpy(inputs.attention_mask)}
+        else:
+            inputs, kwargs = extractor(audio, sampling_rate=16000, return_tensors="np"), {}
+        with torch.inference_mode():
+            ids = model.generate(torch.from_numpy(inputs.input_features), return_timestamps=True, **kwargs)
+        return tokenizer.batch_decode(ids, skip_special_tokens=True)
+
+    return {"transformers float32": run}
