@@ -9,13 +9,38 @@ from oracle import JFK, JFK_WORDS, random_prompts, words
 import scriba
 from scriba import Engine, SamplingParams
 from scriba.config import EngineConfig
+from scriba.models.quantize import RowScaledLinear
+
+
+def test_int8_linear_quantizes_each_row_at_its_own_scale():
+    """Rows 1e-3 to 1e3 in size: each stays within int8 rounding of float32, and is computed
+    the same alone as in any batch (PyTorch's per-tensor dynamic Linear fails both)."""
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(64, 48)
+    spec = {torch.nn.Linear: per_channel_dynamic_qconfig}
+    per_tensor = quantize_dynamic(torch.nn.Sequential(linear), spec, dtype=torch.qint8)[0]
+    per_row = RowScaledLinear(quantize_dynamic(torch.nn.Sequential(linear), spec, dtype=torch.qint8)[0])
+    x = torch.randn(6, 64) * torch.tensor([1e-3, 1e-2, 1.0, 1.0, 1e2, 1e3])[:, None]
+    with torch.no_grad():
+        ref = linear(x) - linear.bias
+
+        def worst_row_error(module):
+            return ((module(x) - linear.bias - ref).norm(dim=1) / ref.norm(dim=1)).max().item()
+
+        assert worst_row_error(per_row) < 0.03
+        assert worst_row_error(per_tensor) > 0.5  # the small rows drown in the loud rows' scale
+        for i in range(6):
+            assert torch.equal(per_row(x[i : i + 1])[0], per_row(x)[i])
+        assert per_row(x.view(2, 3, 64)).shape == (2, 3, 48)
 
 
 @pytest.mark.parametrize("fixture", ["tiny_bart", "tiny_bart_tied"])
 def test_int8_bart_converts_every_linear_and_stays_close(request, fixture):
     path, _ = request.getfixturevalue(fixture)
-    full = Engine(path, dtype="float32", num_kv_blocks=200)
-    int8 = Engine(path, quantization="int8", num_kv_blocks=200)
+    full = Engine(path, device="cpu", dtype="float32", num_kv_blocks=200)
+    int8 = Engine(path, device="cpu", quantization="int8", num_kv_blocks=200)
     plain = [m for m in int8.model.modules() if type(m) is torch.nn.Linear]
     assert not plain, f"{len(plain)} Linear layers left in float32"
     assert int8.model.quantized_head is not None
