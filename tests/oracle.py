@@ -16,7 +16,7 @@ JFK_WORDS = (
 
 def words(text: str) -> str:
     """Lower case, letters and single spaces only: the words to compare."""
-    return " ".join("".join(c for c in text.lower() if c.isalpha() or c == " ").split())
+    return " ".join("".join(c for c in text.lower() if c.isalpha() or c.isspace()).split())
 
 
 def random_prompts(num: int, seed: int, max_len: int = 200) -> list[list[int]]:

@@ -1,11 +1,12 @@
 """The `scriba` command line.
 
     scriba transcribe FILE ... [--model M] [--language L] [--task T] [--mode M] [--beam-size K]
-                               [--format txt|srt|vtt|json] [--output-dir DIR] [--quantization int8]
+                               [--format txt|srt|vtt|json] [--output-dir DIR]
     scriba summarize FILE|- [--model M] [--max-length N] [--min-length N]
     scriba ui [--host 127.0.0.1] [--port 7860] [--share]
     scriba generate MODEL [TEXT ...] [--max-tokens N] [--temperature T] [--seed S] [--json]
 
+Commands that run a model take --device, --dtype, --quantization int8 and --threads.
 Errors print one line on stderr and exit 1; bad usage exits 2 (argparse).
 """
 
@@ -15,7 +16,34 @@ import argparse
 import json
 import sys
 
-QUANT_HELP = "int8: int8 weights and activations in the Linear layers (CPU only; faster, WER within 0.005)"
+QUANT_HELP = (
+    "int8: int8 weights and activations in the Linear layers (CPU only; faster than float32, "
+    "dev-set WER +0.005; README: CPU modes)"
+)
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """Where and how the model runs: the same options on every command that runs one."""
+    parser.add_argument("--device", default="auto", help="auto (a GPU if present), cpu or cuda[:N]")
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", "float32", "float16", "bfloat16"],
+        help="compute dtype (auto: float16 on a GPU, float32 on the CPU)",
+    )
+    parser.add_argument("--quantization", default=None, choices=["int8"], help=QUANT_HELP)
+    parser.add_argument(
+        "--threads", type=int, default=None, help="CPU threads (default: one per physical core)"
+    )
+
+
+def engine_options(args: argparse.Namespace) -> dict:
+    return {
+        "device": args.device,
+        "dtype": args.dtype,
+        "quantization": args.quantization,
+        "num_threads": args.threads,
+    }
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,8 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--temperature", type=float, default=0.0)
     gen.add_argument("--top-p", type=float, default=1.0)
     gen.add_argument("--seed", type=int, default=None)
-    gen.add_argument("--device", default="auto")
-    gen.add_argument("--quantization", default=None, choices=["int8"], help=QUANT_HELP)
+    add_engine_options(gen)
     gen.add_argument("--json", action="store_true", help="print one JSON object per input")
 
     tr = sub.add_parser(
@@ -48,16 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tr.add_argument("--format", default="txt", choices=["txt", "srt", "vtt", "json"])
     tr.add_argument("--output-dir", default=None, help="write <file stem>.<format> there instead of printing")
-    tr.add_argument("--device", default="auto")
-    tr.add_argument("--quantization", default=None, choices=["int8"], help=QUANT_HELP)
+    add_engine_options(tr)
 
     sm = sub.add_parser("summarize", help="summarize a text file, or standard input with -")
     sm.add_argument("file", help="a text file, or - for standard input")
     sm.add_argument("--model", default="facebook/bart-large-cnn")
     sm.add_argument("--max-length", type=int, default=None)
     sm.add_argument("--min-length", type=int, default=None)
-    sm.add_argument("--device", default="auto")
-    sm.add_argument("--quantization", default=None, choices=["int8"], help=QUANT_HELP)
+    add_engine_options(sm)
 
     ui = sub.add_parser("ui", help="start the web app (Gradio)")
     ui.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
@@ -77,7 +102,7 @@ def run_generate(args: argparse.Namespace) -> int:
     params = SamplingParams(
         max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed
     )
-    engine = Engine(args.model, device=args.device, quantization=args.quantization)
+    engine = Engine(args.model, **engine_options(args))
     for out in engine.generate(texts, params):
         completion = out.outputs[0]
         if args.json:
@@ -124,8 +149,7 @@ def run_transcribe(args: argparse.Namespace) -> int:
             beam_size=args.beam_size,
             timestamps=not args.no_timestamps,
             progress=sys.stderr.isatty(),
-            device=args.device,
-            quantization=args.quantization,
+            **engine_options(args),
         )
         for name, result in zip(names, results):
             stem = os.path.splitext(os.path.basename(name))[0]
@@ -152,8 +176,7 @@ def run_summarize(args: argparse.Namespace) -> int:
             model=args.model,
             max_length=args.max_length,
             min_length=args.min_length,
-            device=args.device,
-            quantization=args.quantization,
+            **engine_options(args),
         )
     )
     return 0

@@ -40,14 +40,18 @@ LANGUAGES = [
 ]
 
 
+# The UI's precision choices, as engine options (README: CPU modes).
+PRECISIONS = {"float32": {}, "bfloat16": {"dtype": "bfloat16"}, "int8": {"quantization": "int8"}}
+
+
 def say_duration(seconds: float) -> str:
     return f"{seconds:.0f} seconds" if seconds < 120 else f"{seconds / 60:.0f} minutes"
 
 
 def run_transcription(audio_path, model, language, task, timestamps, precision="float32", progress=None):
     """Gradio handler: (detected language, text, segment rows, subtitle files). `precision`:
-    "float32", or "int8" (int8 Linear layers on the CPU: faster, WER within 0.005 on the dev
-    set). Gradio passes `progress` (tracking transcribe's tqdm bar over the windows)."""
+    "float32", "bfloat16" or "int8" (int8 Linear layers on the CPU: faster; README: CPU
+    modes). Gradio passes `progress` (tracking transcribe's tqdm bar over the windows)."""
     import gradio as gr
 
     if not audio_path:
@@ -69,7 +73,7 @@ def run_transcription(audio_path, model, language, task, timestamps, precision="
             task=task,
             timestamps=bool(timestamps),
             progress=progress is not None,
-            quantization="int8" if precision == "int8" else None,
+            **PRECISIONS.get(precision, {}),
         )
     except (OSError, ValueError) as e:
         raise gr.Error(str(e).splitlines()[0]) from None
@@ -122,7 +126,7 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
                 task = gr.Radio(["transcribe", "translate"], value="transcribe", label="Task")
                 timestamps = gr.Checkbox(value=True, label="Timestamps")
                 precision = gr.Radio(
-                    ["float32", "int8"], value="float32", label="Precision (int8: CPU, faster)"
+                    list(PRECISIONS), value="float32", label="Precision (int8: CPU, faster)"
                 )
             go = gr.Button("Transcribe", variant="primary", elem_id="transcribe-button")
             detected = gr.Textbox(label="Detected language", interactive=False)

@@ -98,3 +98,16 @@ def test_summarize_file_and_stdin(tiny_bart, tmp_path):
     assert from_file.stdout == from_stdin.stdout and from_file.stdout.strip()
     missing = scriba("summarize", str(tmp_path / "none.txt"), "--model", path)
     assert missing.returncode == 1 and "No such file" in missing.stderr
+
+
+def test_transcribe_in_the_cpu_modes():
+    """--quantization int8 and --dtype bfloat16, with --threads, give jfk's words."""
+    from oracle import JFK_WORDS, words
+
+    for options in (["--quantization", "int8", "--threads", "1"], ["--dtype", "bfloat16"]):
+        result = scriba("transcribe", JFK, "--device", "cpu", *options)
+        assert result.returncode == 0, result.stderr
+        assert words(result.stdout) == JFK_WORDS
+    bad = scriba("transcribe", JFK, "--threads", "0")
+    assert bad.returncode == 1 and "num_threads must be a positive integer" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
