@@ -29,9 +29,19 @@ class EngineLoop:
         self._thread.start()
 
     def generate(self, prompts: list, params: list, progress=None) -> list:
+        """Submit the requests and wait for all; a bad prompt raises here (none of them run)."""
+        futures = self.submit(prompts, params)
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when="FIRST_COMPLETED")
+            if progress is not None:
+                progress.update(len(done))
+        return [f.result() for f in futures]
+
+    def submit(self, prompts: list, params: list) -> list[Future]:
         """Process the requests here, in the caller's thread (tokenizing, audio decoding and
-        log-mel never stall the loop), queue them, wait for all; a bad prompt raises here
-        (none of them run)."""
+        log-mel never stall the loop), and queue them: one Future per request, resolved with
+        its RequestOutput. A bad prompt raises here (none of them run)."""
         requests = []
         for i, (prompt, p) in enumerate(zip(prompts, params)):
             try:
@@ -43,12 +53,7 @@ class EngineLoop:
         with self._cond:
             self._calls.append((requests, ids, futures))
             self._cond.notify()
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, return_when="FIRST_COMPLETED")
-            if progress is not None:
-                progress.update(len(done))
-        return [f.result() for f in futures]
+        return futures
 
     def _admit(self, requests, ids, futures) -> None:
         for i, (rid, request) in enumerate(zip(ids, requests)):

@@ -125,9 +125,7 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
                 language = gr.Dropdown(LANGUAGES, value="auto", label="Language")
                 task = gr.Radio(["transcribe", "translate"], value="transcribe", label="Task")
                 timestamps = gr.Checkbox(value=True, label="Timestamps")
-                precision = gr.Radio(
-                    list(PRECISIONS), value="float32", label="Precision (int8: CPU, faster)"
-                )
+                precision = gr.Radio(list(PRECISIONS), value="float32", label="Precision (int8: CPU, faster)")
             go = gr.Button("Transcribe", variant="primary", elem_id="transcribe-button")
             detected = gr.Textbox(label="Detected language", interactive=False)
             transcript = gr.Textbox(label="Transcript", lines=6, interactive=False, elem_id="transcript")

@@ -46,6 +46,24 @@ def test_three_minutes_of_speech_in_order_and_complete(jfk, mode):
     assert result.text.lower().count("fellow americans") == 15
 
 
+@pytest.mark.parametrize("mode", ["batched", "sequential"])
+def test_speech_between_noise_is_found_once_and_nothing_else(jfk, mode):
+    from compositions import compose
+
+    gaps = [("silence", 4), ("white", 30), ("brown", 10), ("tone", 6), ("silence", 15), ("white", 8)]
+    audio, spans = compose([part for gap in gaps for part in (gap, jfk)] + [("brown", 5)])
+    # Greedy and unconditioned, as above: one sentence repeated would trip the fallback.
+    result = scriba.transcribe((audio, 16000), mode=mode, temperature=0.0, condition_on_previous_text=False)
+    assert result.text.lower().count("can do for your country") == len(spans), result.text
+    for s in result.segments:  # no segment over non-speech
+        assert any(a - 1 <= s.start and s.end <= b + 1 for a, b in spans), (s.start, s.end, s.text)
+    for a, _ in spans:  # each copy's first segment starts at its speech (jfk speaks from 0.3 s)
+        first = min((s.start for s in result.segments if s.start >= a - 1), default=None)
+        assert first is not None and abs(first - (a + 0.3)) <= 1.0
+    assert result.speech_duration == pytest.approx(len(spans) * 10.5, rel=0.15)
+    assert result.coverage > 0.85 and result.warnings == []
+
+
 def test_a_list_is_decoded_together_and_matches_single_calls(jfk):
     quiet = (jfk[: 16000 * 5] * 0.5, 16000)
     both = scriba.transcribe([JFK, quiet], timestamps=False)
@@ -117,8 +135,10 @@ def test_multilingual_model_detects_and_validates_language(tiny_whispers):
 
     path, _ = tiny_whispers["multilingual"]
     clip = (np.concatenate([synthetic_clip(20.0, 3), synthetic_clip(25.0, 4)]), 16000)
-    for mode in ("batched", "sequential"):
-        result = scriba.transcribe(clip, model=path, mode=mode, temperature=0.0, num_kv_blocks=2000)
+    for mode in ("batched", "sequential"):  # chirps are not speech to VAD: decoded whole
+        result = scriba.transcribe(
+            clip, model=path, mode=mode, temperature=0.0, vad_filter=False, num_kv_blocks=2000
+        )
         assert result.language in LANGS and 0 < result.language_probability <= 1
         assert result.duration == pytest.approx(45.0)
     translated = scriba.transcribe(clip, model=path, language="German", task="translate", num_kv_blocks=2000)

@@ -1,0 +1,82 @@
+"""Voice activity detection: where the speech is, so that only speech is decoded.
+
+Silero VAD (the `silero-vad` package ships the model; it runs offline) in its "sequence" ONNX
+form: one onnxruntime call per 16 s of audio instead of one Python step per 32 ms frame, with
+the same per-frame probabilities (about 500x real time on one core here).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from scriba.engine.audio import SAMPLE_RATE, WINDOW_SECONDS
+
+
+@dataclass
+class VadOptions:
+    """Silero's settings (faster-whisper's names). Speech chunks are at most one window long,
+    split at their longest inner pause, and padded by `speech_pad_ms` on each side."""
+
+    threshold: float = 0.5  # a 32 ms frame is speech above this probability
+    neg_threshold: float | None = None  # and stays speech until below this (default threshold - 0.15)
+    min_speech_duration_ms: int = 250  # shorter chunks are dropped
+    max_speech_duration_s: float = WINDOW_SECONDS
+    min_silence_duration_ms: int = 500  # a pause this long ends a chunk
+    speech_pad_ms: int = 400  # pauses up to twice this stay whole; longer ones shrink to it
+
+    @classmethod
+    def from_user(cls, options: VadOptions | dict | None) -> VadOptions:
+        if options is None:
+            return cls()
+        if isinstance(options, cls):
+            return options
+        if not isinstance(options, dict):
+            raise ValueError(f"vad_parameters must be a dict or VadOptions, got {type(options).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(options) - names)
+        if unknown:
+            raise ValueError(f"unknown vad_parameters {unknown} (known: {sorted(names)})")
+        made = cls(**options)
+        if not 0 < made.threshold < 1 or made.max_speech_duration_s <= 0:
+            raise ValueError("vad_parameters: threshold must be in (0, 1), max_speech_duration_s positive")
+        made.max_speech_duration_s = min(made.max_speech_duration_s, WINDOW_SECONDS)
+        return made
+
+
+_model = None
+_model_lock = threading.Lock()
+
+
+def _silero():
+    global _model
+    with _model_lock:
+        if _model is None:
+            from silero_vad import load_silero_vad
+
+            _model = load_silero_vad(sequence=True)
+        return _model
+
+
+def speech_chunks(wave: np.ndarray, options: VadOptions | None = None) -> list[tuple[int, int]]:
+    """[(start, end)] in samples of the speech in a 16 kHz wave, in order, not overlapping."""
+    from silero_vad.sequence_vad import get_speech_timestamps_sequence
+
+    o = options or VadOptions()
+    if wave.size == 0:
+        return []
+    found = get_speech_timestamps_sequence(
+        np.ascontiguousarray(wave, dtype=np.float32),
+        _silero(),
+        threshold=o.threshold,
+        neg_threshold=o.neg_threshold,
+        sampling_rate=SAMPLE_RATE,
+        min_speech_duration_ms=o.min_speech_duration_ms,
+        max_speech_duration_s=o.max_speech_duration_s,
+        min_silence_duration_ms=o.min_silence_duration_ms,
+        speech_pad_ms=o.speech_pad_ms,
+    )
+    return [(int(c["start"]), min(int(c["end"]), wave.size)) for c in found]

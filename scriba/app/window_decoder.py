@@ -1,0 +1,131 @@
+"""Decodes 30 s windows through the shared engine loop, as a stream: every window is queued at
+once, and a finished window may queue more (a retry at the next temperature, its unfinished
+tail, the next window of a sequential file) into the same running batch."""
+
+from __future__ import annotations
+
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from scriba.app.longform import Guards
+from scriba.app.segments import WindowResult, compression_ratio
+from scriba.engine.audio import SAMPLE_RATE
+from scriba.engine.sampling_params import SamplingParams
+
+MAX_WINDOW_TOKENS = 224  # openai-whisper's sample_len: half the decoder context
+
+
+@dataclass
+class Window:
+    """One window to decode: samples [start, end) of file `file`'s stream."""
+
+    file: int
+    start: int
+    end: int
+    samples: np.ndarray
+    language: str | None
+    prev_ids: list[int] = field(default_factory=list)
+
+    @property
+    def offset(self) -> float:  # seconds into the stream
+        return self.start / SAMPLE_RATE
+
+    @property
+    def seconds(self) -> float:
+        return len(self.samples) / SAMPLE_RATE
+
+
+class WindowDecoder:
+    def __init__(self, loop, task, timestamps, temperatures, guards: Guards, beam_size=1, bar=None):
+        self.loop, self.engine, self.task, self.timestamps = loop, loop.engine, task, timestamps
+        self.temperatures, self.guards, self.bar = temperatures, guards, bar
+        self.beam_size = beam_size  # used at temperature 0, as openai-whisper does
+        self.tokens = self.engine.model.tokens
+
+    def text_ids(self, text: str | None) -> list[int]:
+        if not text:
+            return []
+        return self.engine.tokenizer(" " + text.strip(), add_special_tokens=False)["input_ids"]
+
+    def decode(self, text_tokens: list[int]) -> str:
+        return self.engine.tokenizer.decode(
+            [t for t in text_tokens if t < self.tokens.eot], skip_special_tokens=True
+        )
+
+    def stream(self, windows: list[Window], on_result) -> None:
+        """Decode `windows`; `on_result(window, result)` returns the windows to decode next.
+        A window whose output looks wrong is retried at the next temperature."""
+        inflight: dict[Future, tuple[Window, int]] = {}
+
+        def submit(batch: list[tuple[Window, int]]) -> None:
+            if not batch:
+                return
+            prompts = [self._prompt(w) for w, _ in batch]
+            params = [self._params(w, self.temperatures[k]) for w, k in batch]
+            inflight.update(zip(self.loop.submit(prompts, params), batch))
+
+        self._grow_bar(len(windows))
+        submit([(w, 0) for w in windows])
+        while inflight:
+            done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+            queued: list[tuple[Window, int]] = []
+            for future in done:
+                window, k = inflight.pop(future)
+                result = self._result(future.result(), self.temperatures[k])
+                if window.language is None:  # retries keep the language the first pass found
+                    window.language = result.language
+                if k + 1 < len(self.temperatures) and self.guards.needs_fallback(result):
+                    queued.append((window, k + 1))
+                    continue
+                follow = on_result(window, result)
+                self._grow_bar(len(follow))
+                if self.bar is not None:
+                    self.bar.update(1)
+                queued += [(w, 0) for w in follow]
+            submit(queued)
+
+    def _grow_bar(self, n: int) -> None:
+        if self.bar is not None and n:
+            self.bar.total = (self.bar.total or 0) + n
+            self.bar.refresh()
+
+    def _prompt(self, w: Window) -> dict:
+        return {
+            "audio": (w.samples, SAMPLE_RATE),
+            "language": w.language,
+            "task": self.task,
+            "timestamps": self.timestamps,
+            "prompt": w.prev_ids,
+        }
+
+    def _params(self, w: Window, temperature: float) -> SamplingParams:
+        detect = w.language is None and self.tokens.is_multilingual
+        control = (2 + (not self.timestamps)) if detect else 0  # <|lang|> <|task|> [<|notimestamps|>]
+        if temperature == 0 and self.beam_size > 1:
+            return SamplingParams(max_tokens=MAX_WINDOW_TOKENS + control, beam_width=self.beam_size)
+        return SamplingParams(temperature=temperature, max_tokens=MAX_WINDOW_TOKENS + control, logprobs=0)
+
+    def _result(self, out, temperature: float) -> WindowResult:
+        completion = out.outputs[0]
+        detected = out.language_probability is not None
+        skip = (2 + (not self.timestamps)) if detected else 0
+        tokens = completion.token_ids[skip:]
+        if completion.logprobs is not None:
+            sum_logprob = sum(step[t].logprob for step, t in zip(completion.logprobs[skip:], tokens))
+        else:  # beam search: the hypothesis' own sum
+            sum_logprob = completion.cumulative_logprob
+        if tokens and tokens[-1] == self.tokens.eot:
+            tokens = tokens[:-1]
+        text = self.decode(tokens)
+        return WindowResult(
+            tokens=tokens,
+            text=text,
+            avg_logprob=sum_logprob / (len(tokens) + 1),
+            no_speech_prob=out.no_speech_prob or 0.0,
+            compression_ratio=compression_ratio(text),
+            temperature=temperature,
+            language=out.language,
+            language_probability=out.language_probability,
+        )
