@@ -126,6 +126,7 @@ class Engine:
         request = prompt if isinstance(prompt, ProcessedRequest) else self.process(prompt, params)
         inputs, params = request.inputs, request.params
         self._check_fits(inputs.encoder_len, inputs.decoder_token_ids, params)
+        self._check_heads(params.cross_attention_heads)
         generator = self.generator
         if params.seed is not None:
             generator = torch.Generator(device=self.config.device).manual_seed(params.seed)
@@ -137,6 +138,16 @@ class Engine:
             group.beam = BeamSearch(params, request.beam_begin, max_len, stops)
         self.groups[request_id] = group
         self.scheduler.add(group)
+
+    def _check_heads(self, heads: list[tuple[int, int]] | None) -> None:
+        if heads is None:
+            return
+        if not hasattr(self.model, "cross_attentions"):
+            raise ValueError(f"this model ({type(self.model).__name__}) does not return cross_attention_heads")
+        layers, num_heads = self.model.num_decoder_layers, self.model.num_decoder_heads
+        bad = [h for h in heads if h[0] >= layers or h[1] >= num_heads]
+        if bad:
+            raise ValueError(f"cross_attention_heads {bad} out of range: {layers} layers x {num_heads} heads")
 
     def _check_fits(self, encoder_len: int, decoder_ids: list[int], params: SamplingParams) -> None:
         if params.num_seqs > self.config.max_num_seqs:
@@ -186,6 +197,8 @@ class Engine:
             self._apply_samples(group, results.samples)
             if group.request_id in results.probes:
                 group.probe_value = results.probes[group.request_id]
+            if group.params.cross_attention_heads is not None:
+                self._cross_attentions(group)
         self.scheduler.remove_finished()
         outputs = [self._output(g) for g in sched.prefills + sched.decodes + sched.aborted]
         for out in outputs:
@@ -242,6 +255,17 @@ class Engine:
                 seq.status = SequenceStatus.FINISHED_STOPPED
                 self.block_manager.free(seq.seq_id)
 
+    def _cross_attentions(self, group: SequenceGroup) -> None:
+        """The asked-for cross-attention weights of each sequence that just finished, while the
+        request's cross K/V are still cached."""
+        blocks = self.block_manager.cross_block_table(group.request_id)
+        positions = group.inputs.encoder_len
+        for seq in group.seqs:
+            if seq.status.is_finished and getattr(seq, "cross_attentions", None) is None:
+                seq.cross_attentions = self.runner.cross_attentions(
+                    blocks, positions, seq.token_ids, group.params.cross_attention_heads
+                )
+
     def _check_stop(self, group: SequenceGroup, seq) -> None:
         params, token = group.params, seq.token_ids[-1]
         if token in self.eos_token_ids and not params.ignore_eos:
@@ -293,6 +317,7 @@ class Engine:
                     finish_reason=seq.status.value if finished else None,
                     stop_reason=seq.stop_reason,
                     detokenize=lambda ids, skip=skip: self._decode(ids, skip),
+                    cross_attentions=getattr(seq, "cross_attentions", None),
                 )
             )
         return completions

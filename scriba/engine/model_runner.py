@@ -98,6 +98,20 @@ class ModelRunner:
         return len(layers) * 2 * block_size * attn.num_heads * attn.head_dim * itemsize
 
     @torch.inference_mode()
+    @torch.inference_mode()
+    def cross_attentions(self, blocks: list[int], num_positions: int, token_ids: list[int], heads):
+        """[len(heads), len(token_ids), num_positions] float32 (on the CPU): the cross-attention
+        weights of (layer, head) pairs when the decoder reads `token_ids` over the encoder K/V
+        cached in `blocks`. One plain forward; the caches are only read."""
+        layers = self.model.decoder_attention_layers()
+        index = torch.tensor(blocks, device=self.device)
+        cross_kv = []
+        for layer in range(max(lay for lay, _ in heads) + 1):  # every layer up to the last asked
+            cache = layers[layer][1].kv_cache  # [2, blocks, block_size, heads, head_dim]
+            cross_kv.append(cache[:, index].flatten(1, 2)[:, :num_positions])
+        tokens = torch.tensor(token_ids, device=self.device)
+        return self.model.cross_attentions(tokens, cross_kv, heads).float().cpu().numpy()
+
     def execute(
         self,
         prefills: list[SequenceGroupMetadata],

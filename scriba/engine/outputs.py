@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 
 @dataclass
@@ -26,6 +26,9 @@ class CompletionOutput:
     finish_reason: str | None = None  # "stop" | "length" | "abort" | None while running
     stop_reason: int | None = None  # the stop token id, when one ended it
     score: float | None = None  # beam search: sum of log-probs / length ** length_penalty
+    # With SamplingParams.cross_attention_heads, once finished: [heads, decoder tokens, encoder
+    # positions], the row of token i being the attention when token i was the input.
+    cross_attentions: Any = field(default=None, repr=False, compare=False)
     detokenize: Callable[[list[int]], str] | None = field(default=None, repr=False, compare=False)
     _text: str | None = field(default=None, repr=False, compare=False)
 

@@ -36,6 +36,9 @@ class SamplingParams:
     length_penalty: float = 1.0  # finished score = sum of log-probs / generated length ** length_penalty
     early_stopping: bool | str = False  # True, False (heuristic) or "never"
     num_return_sequences: int = 1  # best hypotheses returned, best first
+    # (layer, head) pairs: a finished sequence also returns these heads' cross-attention weights
+    # over its tokens (CompletionOutput.cross_attentions), from one extra pass on its cached K/V.
+    cross_attention_heads: list[tuple[int, int]] | None = None
 
     def __post_init__(self) -> None:
         _require(isinstance(self.n, int) and self.n >= 1, f"n must be an integer >= 1, got {self.n!r}")
@@ -82,6 +85,14 @@ class SamplingParams:
                 "beam search is deterministic: use temperature=0 and n=1 with beam_width > 1",
             )
             _require(self.logprobs is None, "logprobs are not returned with beam search")
+        if self.cross_attention_heads is not None:
+            heads = [tuple(h) for h in self.cross_attention_heads]
+            _require(
+                bool(heads) and all(len(h) == 2 and all(isinstance(i, int) and i >= 0 for i in h) for h in heads),
+                f"cross_attention_heads must be (layer, head) pairs, got {self.cross_attention_heads!r}",
+            )
+            _require(not self.use_beam_search, "cross_attention_heads are not returned with beam search")
+            self.cross_attention_heads = heads
         self.stop_token_ids = list(self.stop_token_ids or [])
         self.suppress_tokens = list(self.suppress_tokens or [])
 

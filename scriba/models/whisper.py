@@ -168,6 +168,20 @@ class WhisperForConditionalGeneration(nn.Module):
     def num_decoder_layers(self) -> int:
         return len(self.model.decoder.layers)
 
+    @property
+    def num_decoder_heads(self) -> int:
+        return self.config.decoder_attention_heads
+
+    @property
+    def alignment_heads(self) -> list[tuple[int, int]]:
+        """The (layer, head) pairs whose cross-attention follows the audio in time (word
+        timestamps): the checkpoint's generation_config, else the last half of the layers."""
+        heads = getattr(self.generation_config, "alignment_heads", None)
+        if heads:
+            return [(int(layer), int(head)) for layer, head in heads]
+        layers = self.num_decoder_layers
+        return [(lay, h) for lay in range(layers // 2, layers) for h in range(self.num_decoder_heads)]
+
     def default_decoder_prompt(self) -> list[int]:
         return [self.tokens.sot]
 
@@ -201,6 +215,21 @@ class WhisperForConditionalGeneration(nn.Module):
         if meta.num_encoder_tokens:
             encoder_hidden = self.model.encoder(encoder_inputs, meta)
         return self.model.decoder(input_ids, positions, meta, encoder_hidden)
+
+    def cross_attentions(
+        self, token_ids: torch.Tensor, cross_kv: list[torch.Tensor], heads: list[tuple[int, int]]
+    ) -> torch.Tensor:
+        """[len(heads), T, P]: the cross-attention weights of (layer, head) pairs over one
+        decoder sequence `token_ids` [T], given the cached cross K/V of layers 0..max layer
+        (each [2, P, heads, head_dim]). A plain forward that stops after the last layer asked."""
+        dec = self.model.decoder
+        positions = torch.arange(token_ids.shape[0], device=token_ids.device)
+        hidden = dec.embed_tokens(token_ids) + dec.embed_positions(positions)
+        weights = []
+        for layer, kv in zip(dec.layers, cross_kv):
+            hidden, w = layer.plain_forward(hidden, kv)
+            weights.append(w)
+        return torch.stack([weights[layer][head] for layer, head in heads])
 
     def output_projection(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(weight [vocab, d_model], bias or None) of the logits: the tied token embedding."""
