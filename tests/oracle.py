@@ -71,3 +71,18 @@ def assert_parity(outputs, expected, top=5):
                     break
                 assert mine[tid].rank == rank, f"step {step}"
                 assert abs(mine[tid].logprob - val) < 1e-4, f"step {step} token {tid}"
+
+
+def transformers_tiny_en():
+    """The bundled tiny.en (CTranslate2) as a transformers WhisperForConditionalGeneration."""
+    from transformers import WhisperForConditionalGeneration
+
+    from scriba.models.ctranslate2 import load_ctranslate2_whisper
+    from scriba.models.registry import default_model_path
+
+    state_dict, config, generation_config = load_ctranslate2_whisper(default_model_path())
+    model = WhisperForConditionalGeneration(config)
+    missing, unexpected = model.load_state_dict({k: v.float() for k, v in state_dict.items()}, strict=False)
+    assert not missing and not unexpected, (missing, unexpected)
+    model.generation_config = generation_config
+    return model.eval()

@@ -161,22 +161,24 @@ def tail_window(start: int, end: int, advance: float) -> tuple[int, int] | None:
 
 
 def split_segments(
-    result: WindowResult, offset: float, window_seconds: float, timestamp_begin: int, decode
+    result: WindowResult, offset: float, window_seconds: float, timestamp_begin: int, decode, words_of=None
 ) -> tuple[list[Segment], float]:
     """openai-whisper's rule: text between consecutive timestamp pairs is a segment.
 
     Returns the segments (times from the audio start, given the window's `offset`) and how
     far to seek (seconds): to the last closed pair, or the whole window when the output ends
-    on a single timestamp or has no pair (then one segment spans the window).
+    on a single timestamp or has no pair (then one segment spans the window). With
+    `words_of(lo, hi)` (the Words of result.tokens[lo:hi], window times), segments get words.
     """
     tokens = result.tokens
     is_ts = [t >= timestamp_begin for t in tokens]
     pair_ends = [i for i in range(1, len(tokens)) if is_ts[i] and is_ts[i - 1]]
     single_ending = len(tokens) >= 2 and not is_ts[-2] and is_ts[-1]
 
-    def make(piece: list[int], start: float, end: float) -> Segment:
+    def make(lo: int, hi: int, start: float, end: float) -> Segment:
+        piece = tokens[lo:hi]
         text = decode([t for t in piece if t < timestamp_begin])
-        return Segment(
+        seg = Segment(
             offset + start,
             offset + end,
             text,
@@ -186,6 +188,11 @@ def split_segments(
             result.temperature,
             result.compression_ratio,
         )
+        if words_of is not None:
+            seg.words = words_of(lo, hi)
+            for w in seg.words:
+                w.start, w.end = offset + w.start, offset + w.end
+        return seg
 
     def seconds(token: int) -> float:
         return (token - timestamp_begin) * TIME_PRECISION
@@ -197,13 +204,13 @@ def split_segments(
         for cut in cuts:
             piece = tokens[last:cut]
             if len(piece) >= 2 and piece[0] >= timestamp_begin:
-                segments.append(make(piece, seconds(piece[0]), seconds(piece[-1])))
+                segments.append(make(last, cut, seconds(piece[0]), seconds(piece[-1])))
             last = cut
         seek = window_seconds if single_ending else seconds(tokens[pair_ends[-1] - 1])
     else:
         stamps = [t for t in tokens if t >= timestamp_begin]
         end = seconds(stamps[-1]) if stamps and stamps[-1] != timestamp_begin else window_seconds
-        segments.append(make(tokens, 0.0, end))
+        segments.append(make(0, len(tokens), 0.0, end))
         seek = window_seconds
     segments = [s for s in segments if s.text.strip()]
     for s in segments:  # a timestamp past the audio's end is clipped to it

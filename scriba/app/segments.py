@@ -58,6 +58,8 @@ class WindowResult:
     temperature: float
     language: str | None
     language_probability: float | None
+    token_times: list[float] | None = None  # with word timestamps: seconds into the window
+    token_probs: list[float] | None = None
 
 
 def compression_ratio(text: str) -> float:

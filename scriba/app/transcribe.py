@@ -57,6 +57,7 @@ def transcribe(
     initial_prompt: str | None = None,
     vad_filter: bool | None = None,
     vad_parameters: VadOptions | dict | None = None,
+    word_timestamps: bool = False,
     progress: bool = False,
     **engine_config,
 ) -> Transcription | list[Transcription]:
@@ -64,11 +65,14 @@ def transcribe(
 
     `audio`: a path, bytes, a file object, `(float array, sample_rate)` or a 16 kHz array.
     `model`: a Whisper checkpoint (Hugging Face id or folder, or a CTranslate2 folder);
-    None is the bundled tiny.en. `vad_filter`: decode only the speech Silero VAD finds (None:
+    None is the bundled tiny.en. `word_timestamps`: each segment gets `words` (Word(start, end,
+    word, probability)) and starts at its first word. `vad_filter`: decode only the speech Silero VAD finds (None:
     for audio longer than one 30 s window); `vad_parameters`: VadOptions or a dict of them.
     Extra keyword arguments configure the shared engine.
     """
     temperatures = _check_options(mode, beam_size, temperature)
+    if word_timestamps and beam_size > 1:
+        raise ValueError("word_timestamps work with beam_size=1 (greedy or sampled decoding)")
     vad = VadOptions.from_user(vad_parameters)
     single = not isinstance(audio, (list, tuple)) or is_audio_pair(audio)
     loop = get_loop(model, **engine_config)
@@ -77,7 +81,7 @@ def transcribe(
         language = language_code(language, loop.engine.model.tokens)
     guards = Guards(compression_ratio_threshold, logprob_threshold, no_speech_threshold)
     bar = _progress_bar() if progress else None
-    decoder = WindowDecoder(loop, task, timestamps, temperatures, guards, beam_size, bar)
+    decoder = WindowDecoder(loop, task, timestamps, temperatures, guards, beam_size, bar, word_timestamps)
     prompt_ids = decoder.text_ids(initial_prompt)
     files = [
         _File(load_audio(s), vad_filter, vad, language, prompt_ids) for s in ([audio] if single else audio)
@@ -147,10 +151,15 @@ class _File:
         if self.first is None:
             self.first = result
             self.language = self.language or window.language
-        ts = decoder.tokens.timestamp_begin
-        new, advance = split_segments(result, window.offset, window.seconds, ts, decoder.decode)
+        ts, words_of = decoder.tokens.timestamp_begin, decoder.words_of(result, self.language)
+        new, advance = split_segments(result, window.offset, window.seconds, ts, decoder.decode, words_of)
         for s in new:
             s.start, s.end = self.map.span_to_original(s.start, s.end)
+            if s.words:  # the segment runs from its first word to its last
+                for w in s.words:
+                    w.start, w.end = self.map.to_original(w.start), self.map.to_original(w.end, is_end=True)
+                    w.end = max(w.end, w.start)
+                s.start, s.end = s.words[0].start, s.words[-1].end
         self.segments += new
         return new, advance
 

@@ -4,6 +4,7 @@ tail, the next window of a sequential file) into the same running batch."""
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 
@@ -11,10 +12,12 @@ import numpy as np
 
 from scriba.app.longform import Guards
 from scriba.app.segments import WindowResult, compression_ratio
+from scriba.app.words import make_words, token_times
 from scriba.engine.audio import SAMPLE_RATE
 from scriba.engine.sampling_params import SamplingParams
 
 MAX_WINDOW_TOKENS = 224  # openai-whisper's sample_len: half the decoder context
+HOP_LENGTH = 160  # audio samples per log-mel frame; two frames per encoder position
 
 
 @dataclass
@@ -38,9 +41,12 @@ class Window:
 
 
 class WindowDecoder:
-    def __init__(self, loop, task, timestamps, temperatures, guards: Guards, beam_size=1, bar=None):
+    def __init__(
+        self, loop, task, timestamps, temperatures, guards: Guards, beam_size=1, bar=None, words=False
+    ):
         self.loop, self.engine, self.task, self.timestamps = loop, loop.engine, task, timestamps
         self.temperatures, self.guards, self.bar = temperatures, guards, bar
+        self.heads = self.engine.model.alignment_heads if words else None
         self.beam_size = beam_size  # used at temperature 0, as openai-whisper does
         self.tokens = self.engine.model.tokens
 
@@ -53,6 +59,18 @@ class WindowDecoder:
         return self.engine.tokenizer.decode(
             [t for t in text_tokens if t < self.tokens.eot], skip_special_tokens=True
         )
+
+    def words_of(self, result: WindowResult, language: str | None):
+        """The `words_of(lo, hi)` callback of split_segments for this window (None: no words)."""
+        if result.token_times is None:
+            return None
+        tokens, eot = result.tokens, self.tokens.eot
+
+        def words_of(lo: int, hi: int):
+            decode = lambda ids: self.engine.tokenizer.decode(ids)  # noqa: E731
+            return make_words(tokens, result.token_times, result.token_probs, lo, hi, decode, language, eot)
+
+        return words_of
 
     def stream(self, windows: list[Window], on_result) -> None:
         """Decode `windows`; `on_result(window, result)` returns the windows to decode next.
@@ -73,7 +91,7 @@ class WindowDecoder:
             queued: list[tuple[Window, int]] = []
             for future in done:
                 window, k = inflight.pop(future)
-                result = self._result(future.result(), self.temperatures[k])
+                result = self._result(future.result(), self.temperatures[k], len(window.samples))
                 if window.language is None:  # retries keep the language the first pass found
                     window.language = result.language
                 if k + 1 < len(self.temperatures) and self.guards.needs_fallback(result):
@@ -105,9 +123,14 @@ class WindowDecoder:
         control = (2 + (not self.timestamps)) if detect else 0  # <|lang|> <|task|> [<|notimestamps|>]
         if temperature == 0 and self.beam_size > 1:
             return SamplingParams(max_tokens=MAX_WINDOW_TOKENS + control, beam_width=self.beam_size)
-        return SamplingParams(temperature=temperature, max_tokens=MAX_WINDOW_TOKENS + control, logprobs=0)
+        return SamplingParams(
+            temperature=temperature,
+            max_tokens=MAX_WINDOW_TOKENS + control,
+            logprobs=0,
+            cross_attention_heads=self.heads,
+        )
 
-    def _result(self, out, temperature: float) -> WindowResult:
+    def _result(self, out, temperature: float, num_samples: int) -> WindowResult:
         completion = out.outputs[0]
         detected = out.language_probability is not None
         skip = (2 + (not self.timestamps)) if detected else 0
@@ -116,6 +139,13 @@ class WindowDecoder:
             sum_logprob = sum(step[t].logprob for step, t in zip(completion.logprobs[skip:], tokens))
         else:  # beam search: the hypothesis' own sum
             sum_logprob = completion.cumulative_logprob
+        times = probs = None
+        if completion.cross_attentions is not None:
+            positions = -(-num_samples // HOP_LENGTH) // 2  # encoder positions holding the audio
+            generated = len(completion.token_ids)
+            prompt = len(out.prompt_token_ids)
+            times = token_times(completion.cross_attentions, prompt, generated, positions)[skip:].tolist()
+            probs = [math.exp(step[t].logprob) for step, t in zip(completion.logprobs[skip:], tokens)]
         if tokens and tokens[-1] == self.tokens.eot:
             tokens = tokens[:-1]
         text = self.decode(tokens)
@@ -128,4 +158,6 @@ class WindowDecoder:
             temperature=temperature,
             language=out.language,
             language_probability=out.language_probability,
+            token_times=times,
+            token_probs=probs,
         )

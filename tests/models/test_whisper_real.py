@@ -4,6 +4,7 @@ import os
 
 import pytest
 import torch
+from oracle import transformers_tiny_en
 
 from scriba import Engine, SamplingParams
 from scriba.engine.audio import load_audio, log_mel
@@ -15,14 +16,7 @@ JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
 
 @pytest.fixture(scope="module")
 def hf_tiny_en():
-    from transformers import WhisperForConditionalGeneration
-
-    state_dict, config, generation_config = load_ctranslate2_whisper(default_model_path())
-    model = WhisperForConditionalGeneration(config)
-    missing, unexpected = model.load_state_dict({k: v.float() for k, v in state_dict.items()}, strict=False)
-    assert not missing and not unexpected, (missing, unexpected)
-    model.generation_config = generation_config
-    return model.eval()
+    return transformers_tiny_en()
 
 
 @pytest.fixture(scope="module")
