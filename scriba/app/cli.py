@@ -73,6 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--no-timestamps", action="store_true", help="one segment per window, no timestamp tokens"
     )
+    tr.add_argument(
+        "--word-timestamps", action="store_true", help="time each word (JSON gets words; see --word-cues)"
+    )
+    tr.add_argument("--word-cues", action="store_true", help="SRT/VTT: one cue per word (with --word-timestamps)")
+    tr.add_argument(
+        "--vad",
+        default="auto",
+        choices=["auto", "on", "off"],
+        help="decode only the speech Silero VAD finds (auto: for audio over 30 s)",
+    )
     tr.add_argument("--format", default="txt", choices=["txt", "srt", "vtt", "json"])
     tr.add_argument("--output-dir", default=None, help="write <file stem>.<format> there instead of printing")
     add_engine_options(tr)
@@ -148,17 +158,20 @@ def run_transcribe(args: argparse.Namespace) -> int:
             mode=args.mode,
             beam_size=args.beam_size,
             timestamps=not args.no_timestamps,
+            word_timestamps=args.word_timestamps,
+            vad_filter={"auto": None, "on": True, "off": False}[args.vad],
             progress=sys.stderr.isatty(),
             **engine_options(args),
         )
         for name, result in zip(names, results):
             stem = os.path.splitext(os.path.basename(name))[0]
             if args.output_dir:
-                print(write_transcript(result, args.format, args.output_dir, stem), file=sys.stderr)
+                path = write_transcript(result, args.format, args.output_dir, stem, args.word_cues)
+                print(path, file=sys.stderr)
             else:
                 if len(names) > 1:
                     print(f"==> {name} <==")
-                print(format_transcript(result, args.format), end="")
+                print(format_transcript(result, args.format, args.word_cues), end="")
     return 1 if failed else 0
 
 

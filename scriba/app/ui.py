@@ -48,8 +48,10 @@ def say_duration(seconds: float) -> str:
     return f"{seconds:.0f} seconds" if seconds < 120 else f"{seconds / 60:.0f} minutes"
 
 
-def run_transcription(audio_path, model, language, task, timestamps, precision="float32", progress=None):
-    """Gradio handler: (detected language, text, segment rows, subtitle files). `precision`:
+def run_transcription(
+    audio_path, model, language, task, timestamps, precision="float32", word_timestamps=False, progress=None
+):
+    """Gradio handler: (detected language, text, segment rows, subtitle files, word rows). `precision`:
     "float32", "bfloat16" or "int8" (int8 Linear layers on the CPU: faster; README: CPU
     modes). Gradio passes `progress` (tracking transcribe's tqdm bar over the windows)."""
     import gradio as gr
@@ -72,6 +74,7 @@ def run_transcription(audio_path, model, language, task, timestamps, precision="
             language=None if language == "auto" else language,
             task=task,
             timestamps=bool(timestamps),
+            word_timestamps=bool(word_timestamps),
             progress=progress is not None,
             **PRECISIONS.get(precision, {}),
         )
@@ -79,12 +82,17 @@ def run_transcription(audio_path, model, language, task, timestamps, precision="
         raise gr.Error(str(e).splitlines()[0]) from None
     folder = tempfile.mkdtemp(prefix="scriba-")
     stem = os.path.splitext(os.path.basename(audio_path))[0] or "transcript"
-    files = [write_transcript(result, fmt, folder, stem) for fmt in ("srt", "vtt")]
+    files = [write_transcript(result, fmt, folder, stem) for fmt in ("srt", "vtt", "json")]
     rows = [[round(s.start, 2), round(s.end, 2), s.text.strip()] for s in result.segments]
+    words = [
+        [round(w.start, 2), round(w.end, 2), w.word.strip(), round(w.probability, 2)]
+        for s in result.segments
+        for w in s.words or []
+    ]
     detected = result.language or "?"
     if result.language_probability is not None:
         detected += f" ({result.language_probability:.0%})"
-    return detected, result.text, rows, files
+    return detected, result.text, rows, files, words
 
 
 def run_summary(text, upload, model, max_length, min_length):
@@ -126,11 +134,15 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
                 task = gr.Radio(["transcribe", "translate"], value="transcribe", label="Task")
                 timestamps = gr.Checkbox(value=True, label="Timestamps")
                 precision = gr.Radio(list(PRECISIONS), value="float32", label="Precision (int8: CPU, faster)")
+                word_timestamps = gr.Checkbox(value=False, label="Word timestamps")
             go = gr.Button("Transcribe", variant="primary", elem_id="transcribe-button")
             detected = gr.Textbox(label="Detected language", interactive=False)
             transcript = gr.Textbox(label="Transcript", lines=6, interactive=False, elem_id="transcript")
             segments = gr.Dataframe(headers=["start", "end", "text"], label="Segments", interactive=False)
-            subtitles = gr.File(label="Subtitles (SRT, VTT)", file_count="multiple")
+            words = gr.Dataframe(
+                headers=["start", "end", "word", "probability"], label="Words (with word timestamps)"
+            )
+            subtitles = gr.File(label="Subtitles and JSON (SRT, VTT, JSON)", file_count="multiple")
             to_summary = gr.Button("Summarize this transcript", elem_id="summarize-transcript-button")
             transcript_summary = gr.Textbox(
                 label="Summary of the transcript", interactive=False, elem_id="transcript-summary"
@@ -146,14 +158,16 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
             summary = gr.Textbox(label="Summary", lines=6, interactive=False, elem_id="summary")
 
         def transcribe_with_progress(
-            audio_path, model, language, task, timestamps, precision, progress=gr.Progress(track_tqdm=True)
+            audio_path, model, language, task, timestamps, precision, word_timestamps,
+            progress=gr.Progress(track_tqdm=True),
         ):
-            return run_transcription(audio_path, model, language, task, timestamps, precision, progress)
+            options = (timestamps, precision, word_timestamps, progress)
+            return run_transcription(audio_path, model, language, task, *options)
 
         go.click(
             transcribe_with_progress,
-            [audio, model, language, task, timestamps, precision],
-            [detected, transcript, segments, subtitles],
+            [audio, model, language, task, timestamps, precision, word_timestamps],
+            [detected, transcript, segments, subtitles, words],
             api_name="transcribe",
         )
         # The transcript is summarized with the model chosen on the Summarize tab.

@@ -18,44 +18,52 @@ def _clock(seconds: float, decimal: str) -> str:
     return f"{hours:02d}:{minutes:02d}:{secs:02d}{decimal}{millis:03d}"
 
 
-def to_txt(result: Transcription) -> str:
+def to_txt(result: Transcription, word_cues: bool = False) -> str:
     """One line per segment."""
     return "".join(seg.text.strip() + "\n" for seg in result.segments)
 
 
-def to_srt(result: Transcription) -> str:
+def _cues(result: Transcription, word_cues: bool) -> list[tuple[float, float, str]]:
+    """(start, end, text) per segment, or per word when asked and the words are there."""
+    if word_cues and all(seg.words is not None for seg in result.segments):
+        return [(w.start, w.end, w.word.strip()) for seg in result.segments for w in seg.words]
+    return [(seg.start, seg.end, seg.text.strip()) for seg in result.segments]
+
+
+def to_srt(result: Transcription, word_cues: bool = False) -> str:
     blocks = [
-        f"{i}\n{_clock(seg.start, ',')} --> {_clock(seg.end, ',')}\n{seg.text.strip().replace('-->', '->')}\n"
-        for i, seg in enumerate(result.segments, start=1)
+        f"{i}\n{_clock(start, ',')} --> {_clock(end, ',')}\n{text.replace('-->', '->')}\n"
+        for i, (start, end, text) in enumerate(_cues(result, word_cues), start=1)
     ]
     return "\n".join(blocks)
 
 
-def to_vtt(result: Transcription) -> str:
+def to_vtt(result: Transcription, word_cues: bool = False) -> str:
     cues = [
-        f"{_clock(seg.start, '.')} --> {_clock(seg.end, '.')}\n{seg.text.strip().replace('-->', '->')}\n"
-        for seg in result.segments
+        f"{_clock(start, '.')} --> {_clock(end, '.')}\n{text.replace('-->', '->')}\n"
+        for start, end, text in _cues(result, word_cues)
     ]
     return "WEBVTT\n\n" + "\n".join(cues)
 
 
-def to_json(result: Transcription) -> str:
+def to_json(result: Transcription, word_cues: bool = False) -> str:
     return json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n"
 
 
 _WRITERS = {"txt": to_txt, "srt": to_srt, "vtt": to_vtt, "json": to_json}
 
 
-def format_transcript(result: Transcription, fmt: str) -> str:
+def format_transcript(result: Transcription, fmt: str, word_cues: bool = False) -> str:
+    """`word_cues`: SRT/VTT get one cue per word (with word timestamps)."""
     if fmt not in _WRITERS:
         raise ValueError(f"unknown format {fmt!r}; use one of {FORMATS}")
-    return _WRITERS[fmt](result)
+    return _WRITERS[fmt](result, word_cues)
 
 
-def write_transcript(result: Transcription, fmt: str, output_dir: str, stem: str) -> str:
+def write_transcript(result: Transcription, fmt: str, output_dir: str, stem: str, word_cues=False) -> str:
     """Write `<output_dir>/<stem>.<fmt>` and return its path."""
     os.makedirs(output_dir, exist_ok=True)
     path = os.path.join(output_dir, f"{stem}.{fmt}")
     with open(path, "w", encoding="utf-8") as f:
-        f.write(format_transcript(result, fmt))
+        f.write(format_transcript(result, fmt, word_cues))
     return path

@@ -98,7 +98,6 @@ class ModelRunner:
         return len(layers) * 2 * block_size * attn.num_heads * attn.head_dim * itemsize
 
     @torch.inference_mode()
-    @torch.inference_mode()
     def cross_attentions(self, blocks: list[int], num_positions: int, token_ids: list[int], heads):
         """[len(heads), len(token_ids), num_positions] float32 (on the CPU): the cross-attention
         weights of (layer, head) pairs when the decoder reads `token_ids` over the encoder K/V
@@ -112,6 +111,7 @@ class ModelRunner:
         tokens = torch.tensor(token_ids, device=self.device)
         return self.model.cross_attentions(tokens, cross_kv, heads).float().cpu().numpy()
 
+    @torch.inference_mode()
     def execute(
         self,
         prefills: list[SequenceGroupMetadata],

@@ -111,3 +111,18 @@ def test_transcribe_in_the_cpu_modes():
     bad = scriba("transcribe", JFK, "--threads", "0")
     assert bad.returncode == 1 and "num_threads must be a positive integer" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_transcribe_word_timestamps_to_json_and_word_cues():
+    import re
+
+    result = scriba("transcribe", JFK, "--word-timestamps", "--format", "json", "--vad", "on")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    words = [w for s in record["segments"] for w in s["words"]]
+    assert [w["word"].strip() for w in words][:4] == ["And", "so", "my", "fellow"]
+    assert record["speech_duration"] > 8 and record["coverage"] > 0.9  # VAD was on
+    cues = scriba("transcribe", JFK, "--word-timestamps", "--word-cues", "--format", "srt")
+    assert cues.returncode == 0, cues.stderr
+    assert re.match(r"1\n00:00:00,000 --> 00:00:00,\d\d\d\nAnd\n\n2\n", cues.stdout)
+    assert cues.stdout.count(" --> ") == len(words)

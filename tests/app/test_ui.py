@@ -11,15 +11,23 @@ JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
 
 
 def test_transcription_gives_language_text_rows_and_subtitles():
-    detected, text, rows, files = ui.run_transcription(JFK, "", "auto", "transcribe", True)
+    detected, text, rows, files, words = ui.run_transcription(JFK, "", "auto", "transcribe", True)
     assert detected == "en" and "fellow americans" in text.lower()
     assert rows and all(0 <= start < end <= 11.1 for start, end, _ in rows)
-    assert sorted(os.path.basename(f) for f in files) == ["jfk.srt", "jfk.vtt"]
+    assert sorted(os.path.basename(f) for f in files) == ["jfk.json", "jfk.srt", "jfk.vtt"]
     assert open(files[0]).read().startswith("1\n00:00:00,000 --> ")
+    assert words == []  # no word timestamps unless asked
+
+
+def test_word_timestamps_fill_the_word_view():
+    *_, words = ui.run_transcription(JFK, "", "auto", "transcribe", True, "float32", True)
+    assert [w[2] for w in words[:5]] == ["And", "so", "my", "fellow", "Americans"]
+    assert all(0 <= start <= end <= 11.1 and 0 < p <= 1 for start, end, _, p in words)
+    assert [w[0] for w in words] == sorted(w[0] for w in words)
 
 
 def test_int8_precision_transcribes_the_same_words():
-    _, text, rows, _ = ui.run_transcription(JFK, "", "auto", "transcribe", True, "int8")
+    _, text, rows, _, _ = ui.run_transcription(JFK, "", "auto", "transcribe", True, "int8")
     assert "ask not what your country can do for you" in text.lower().replace(",", "").replace(".", "")
     assert rows and all(0 <= start < end <= 11.1 for start, end, _ in rows)
 
