@@ -76,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--word-timestamps", action="store_true", help="time each word (JSON gets words; see --word-cues)"
     )
-    tr.add_argument("--word-cues", action="store_true", help="SRT/VTT: one cue per word (with --word-timestamps)")
+    tr.add_argument(
+        "--word-cues", action="store_true", help="SRT/VTT: one cue per word (with --word-timestamps)"
+    )
     tr.add_argument(
         "--vad",
         default="auto",

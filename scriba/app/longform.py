@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scriba.app.segments import TIME_PRECISION, Segment, WindowResult
+from scriba.app.segments import TIME_PRECISION, Segment, WindowResult, Word
 from scriba.engine.audio import SAMPLE_RATE, WINDOW_SAMPLES
 
 MIN_WINDOW_SAMPLES = SAMPLE_RATE // 10  # windows shorter than 0.1 s hold no word
 SILENCE_PEAK = 1e-4  # windows quieter than this (-80 dBFS) are not decoded at all
 JOIN_MARGIN = 1.0  # seconds: see SpeechMap.span_to_original
-REGION_GAP = 2.0  # seconds: a cut-out pause this long ends a sequential window
+REGION_GAP = 2.0  # seconds: a cut-out pause this long ends a window (both modes)
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class Guards:
     compression_ratio: float | None = 2.4
     logprob: float | None = -1.0
     no_speech: float | None = 0.6
+    hallucination_silence: float | None = None  # seconds: see drop_hallucinations
     max_conditioning_temperature: float = 0.5  # above it, the prompt is reset
 
     def needs_fallback(self, r: WindowResult) -> bool:
@@ -113,13 +114,16 @@ class SpeechMap:
         return self.chunks[i][1] < self.chunks[i + 1][0]
 
 
-def pack_windows(bounds: list[tuple[int, int]], max_samples: int = WINDOW_SAMPLES) -> list[tuple[int, int]]:
+def pack_windows(
+    bounds: list[tuple[int, int]], max_samples: int = WINDOW_SAMPLES, breaks: list[int] = ()
+) -> list[tuple[int, int]]:
     """Consecutive chunks packed into windows of at most `max_samples`, cut only between
-    chunks (a chunk longer than a window, which VAD does not make, is cut every window)."""
+    chunks, and always at `breaks` (stream samples: long pauses, so that a window holds one
+    stretch of speech). A chunk longer than a window, which VAD does not make, is cut every window."""
     windows: list[tuple[int, int]] = []
     start = end = None
     for s, e in bounds:
-        if start is not None and e - start > max_samples:
+        if start is not None and (e - start > max_samples or s in breaks):
             windows.append((start, end))
             start = None
         if start is None:
@@ -237,3 +241,52 @@ def coverage(chunks: list[tuple[float, float]], segments: list[Segment]) -> tupl
         if e - s >= 1.0 and not any(a < e and b > s for a, b in spans):
             warnings.append(f"speech at {s:.1f}-{e:.1f} s produced no text")
     return total, (covered / total if total else 1.0), warnings
+
+
+def word_anomaly(word: Word) -> float:
+    """openai-whisper's score of a word that looks invented: improbable, or too short or long."""
+    duration = word.end - word.start
+    score = 1.0 if word.probability < 0.15 else 0.0
+    if duration < 0.133:
+        score += (0.133 - duration) * 15
+    if duration > 2.0:
+        score += duration - 2.0
+    return score
+
+
+def is_anomaly(segment: Segment | None) -> bool:
+    if segment is None or not segment.words:
+        return False
+    words = [w for w in segment.words if w.word.strip() not in _PUNCTUATION][:8]
+    score = sum(word_anomaly(w) for w in words)
+    return score >= 3 or score + 0.01 >= len(words)
+
+
+_PUNCTUATION = "\"'“¿([{-\"'.。,，!！?？:：”)]}、"
+
+
+def drop_hallucinations(
+    segments: list[Segment], window: tuple[float, float], threshold: float
+) -> tuple[list[Segment], float | None]:
+    """openai-whisper's hallucination_silence_threshold over one window's segments (with words,
+    times in seconds, `window` its (start, end)): an anomalous segment with more than
+    `threshold` seconds of silence (or another anomaly, or the window's edge) on both sides is
+    dropped with everything after it. Returns the segments kept and, when some were dropped,
+    where in the window (seconds) decoding should resume; else None."""
+    start, end = window
+    first = next((s for s in segments if s.words), None)
+    if is_anomaly(first) and first.start - start > threshold:  # leading silence, then an invention
+        return [], first.start - start
+    last_end = start
+    for i, seg in enumerate(segments):
+        if not seg.words:
+            continue
+        if is_anomaly(seg):
+            after = next((s for s in segments[i + 1 :] if s.words), None)
+            next_start = after.words[0].start if after is not None else end
+            before_quiet = seg.start - last_end > threshold or seg.start - start < 2.0
+            after_quiet = next_start - seg.end > threshold or is_anomaly(after) or end - seg.end < 2.0
+            if before_quiet and after_quiet:
+                return segments[:i], max(1.0, seg.start - start)
+        last_end = seg.end
+    return segments, None

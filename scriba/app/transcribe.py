@@ -25,6 +25,7 @@ from scriba.app.longform import (
     Guards,
     SpeechMap,
     coverage,
+    drop_hallucinations,
     is_silent,
     pack_windows,
     quiet_cut_windows,
@@ -58,6 +59,7 @@ def transcribe(
     vad_filter: bool | None = None,
     vad_parameters: VadOptions | dict | None = None,
     word_timestamps: bool = False,
+    hallucination_silence_threshold: float | None = None,
     progress: bool = False,
     **engine_config,
 ) -> Transcription | list[Transcription]:
@@ -66,22 +68,30 @@ def transcribe(
     `audio`: a path, bytes, a file object, `(float array, sample_rate)` or a 16 kHz array.
     `model`: a Whisper checkpoint (Hugging Face id or folder, or a CTranslate2 folder);
     None is the bundled tiny.en. `word_timestamps`: each segment gets `words` (Word(start, end,
-    word, probability)) and starts at its first word. `vad_filter`: decode only the speech Silero VAD finds (None:
-    for audio longer than one 30 s window); `vad_parameters`: VadOptions or a dict of them.
+    word, probability)) and starts at its first word. `hallucination_silence_threshold`
+    (seconds; word alignment runs for it): an improbable segment alone in that much silence is
+    dropped and the audio after it decoded again (openai-whisper's rule). `vad_filter`: decode
+    only the speech Silero VAD finds (None: for audio longer than one 30 s window);
+    `vad_parameters`: VadOptions or a dict of them.
     Extra keyword arguments configure the shared engine.
     """
     temperatures = _check_options(mode, beam_size, temperature)
-    if word_timestamps and beam_size > 1:
-        raise ValueError("word_timestamps work with beam_size=1 (greedy or sampled decoding)")
+    align = word_timestamps or hallucination_silence_threshold is not None
+    if align and beam_size > 1:
+        raise ValueError(
+            "word_timestamps and hallucination_silence_threshold work with beam_size=1 (greedy or sampled)"
+        )
     vad = VadOptions.from_user(vad_parameters)
     single = not isinstance(audio, (list, tuple)) or is_audio_pair(audio)
     loop = get_loop(model, **engine_config)
     _check_request_options(loop.engine, language, task)
     if language is not None:  # reported as its code ('German' -> 'de')
         language = language_code(language, loop.engine.model.tokens)
-    guards = Guards(compression_ratio_threshold, logprob_threshold, no_speech_threshold)
+    guards = Guards(
+        compression_ratio_threshold, logprob_threshold, no_speech_threshold, hallucination_silence_threshold
+    )
     bar = _progress_bar() if progress else None
-    decoder = WindowDecoder(loop, task, timestamps, temperatures, guards, beam_size, bar, word_timestamps)
+    decoder = WindowDecoder(loop, task, timestamps, temperatures, guards, beam_size, bar, align)
     prompt_ids = decoder.text_ids(initial_prompt)
     files = [
         _File(load_audio(s), vad_filter, vad, language, prompt_ids) for s in ([audio] if single else audio)
@@ -94,7 +104,7 @@ def transcribe(
     finally:
         if bar is not None:
             bar.close()
-    results = [f.finish() for f in files]
+    results = [f.finish(word_timestamps) for f in files]
     return results[0] if single else results
 
 
@@ -153,6 +163,11 @@ class _File:
             self.language = self.language or window.language
         ts, words_of = decoder.tokens.timestamp_begin, decoder.words_of(result, self.language)
         new, advance = split_segments(result, window.offset, window.seconds, ts, decoder.decode, words_of)
+        threshold = decoder.guards.hallucination_silence
+        if threshold is not None and words_of is not None:
+            span = (window.offset, window.offset + window.seconds)
+            new, resume = drop_hallucinations(new, span, threshold)
+            advance = advance if resume is None else min(advance, resume)
         for s in new:
             s.start, s.end = self.map.span_to_original(s.start, s.end)
             if s.words:  # the segment runs from its first word to its last
@@ -163,8 +178,10 @@ class _File:
         self.segments += new
         return new, advance
 
-    def finish(self) -> Transcription:
+    def finish(self, keep_words: bool) -> Transcription:
         segments = sorted(self.segments, key=lambda s: s.start)
+        for s in segments if not keep_words else []:
+            s.words = None
         first = self.first
         result = Transcription(
             "".join(s.text for s in segments).strip(),
@@ -185,7 +202,10 @@ def _batched(decoder: WindowDecoder, files: list[_File], condition: bool) -> Non
     held: dict[int, list[Window]] = {}
     first: list[Window] = []
     for f, file in enumerate(files):
-        plan = pack_windows(file.map.bounds()) if file.vad else quiet_cut_windows(file.stream)
+        if file.vad:
+            plan = pack_windows(file.map.bounds(), breaks=set(file.map.region_ends()))
+        else:
+            plan = quiet_cut_windows(file.stream)
         windows = [file.window(f, s, e, file.context) for s, e in plan]
         windows = [w for w in windows if not is_silent(w.samples)]
         detect = file.language is None and decoder.tokens.is_multilingual

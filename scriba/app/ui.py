@@ -158,7 +158,13 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
             summary = gr.Textbox(label="Summary", lines=6, interactive=False, elem_id="summary")
 
         def transcribe_with_progress(
-            audio_path, model, language, task, timestamps, precision, word_timestamps,
+            audio_path,
+            model,
+            language,
+            task,
+            timestamps,
+            precision,
+            word_timestamps,
             progress=gr.Progress(track_tqdm=True),
         ):
             options = (timestamps, precision, word_timestamps, progress)

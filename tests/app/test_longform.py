@@ -6,12 +6,14 @@ from scriba.app.longform import (
     Guards,
     SpeechMap,
     coverage,
+    drop_hallucinations,
+    is_anomaly,
     pack_windows,
     sequential_window,
     split_segments,
     tail_window,
 )
-from scriba.app.segments import Segment, WindowResult
+from scriba.app.segments import Segment, WindowResult, Word
 
 SR = 16000
 TS = 1000  # timestamp_begin of a toy vocabulary: token TS + k is k * 0.02 s
@@ -97,6 +99,8 @@ PACKS = [
 @pytest.mark.parametrize("bounds,max_len,expected", PACKS)
 def test_windows_are_packed_from_chunks_and_cut_between_them(bounds, max_len, expected):
     assert pack_windows(bounds, max_len) == expected
+    if len(bounds) > 2:  # and always cut at a long pause
+        assert pack_windows(bounds, max_len, breaks={10}) == [(0, 10), (10, 31), (31, 50)]
 
 
 def test_speech_map_goes_back_to_the_file_timeline():
@@ -123,3 +127,28 @@ def test_coverage_and_warnings():
     total, fraction, warnings = coverage([(0.5, 3.5), (10.0, 11.0), (20.0, 22.0)], segs)
     assert total == pytest.approx(6.0) and fraction == pytest.approx(2.5 / 6.0)
     assert warnings == ["speech at 20.0-22.0 s produced no text"]
+
+
+def seg_with_words(start, end, probability, n=3):
+    step = (end - start) / n
+    words = [Word(start + k * step, start + (k + 1) * step, f" w{k}", probability) for k in range(n)]
+    return Segment(start, end, "".join(w.word for w in words), [], -0.5, 0.1, words=words)
+
+
+HALLUCINATIONS = [
+    # segments (start, end, word probability) in a 0-30 s window -> kept, resume (s) or None
+    ([(0.5, 4, 0.9), (5, 9, 0.9)], 2, None),
+    ([(0.5, 4, 0.9), (12, 14, 0.05), (25, 27, 0.9)], 1, 12.0),  # alone in 8 s and 11 s of silence
+    ([(0.5, 4, 0.9), (5, 7, 0.05), (8, 10, 0.9)], 3, None),  # improbable but inside speech: kept
+    ([(9, 11, 0.05), (12, 15, 0.9)], 0, 9.0),  # leading silence, then an invention
+    ([(0.5, 4, 0.9), (4.5, 6, 0.9)], 2, None),
+]
+
+
+@pytest.mark.parametrize("spans,kept,resume", HALLUCINATIONS)
+def test_isolated_improbable_segments_in_silence_are_dropped(spans, kept, resume):
+    segments = [seg_with_words(*s) for s in spans]
+    out, at = drop_hallucinations(segments, (0.0, 30.0), threshold=2.0)
+    assert out == segments[:kept] and at == resume
+    assert is_anomaly(seg_with_words(0, 3, 0.05)) and not is_anomaly(seg_with_words(0, 3, 0.9))
+    assert is_anomaly(seg_with_words(0, 0.1, 0.9))  # three words in 0.1 s
