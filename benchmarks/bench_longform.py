@@ -69,7 +69,9 @@ def outside(result, spans) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", default=os.path.join(HERE, "..", "..", "shared", "data", "dev_speech"))
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="scriba-longform-")
@@ -77,7 +79,9 @@ def main() -> None:
     hf = transformers_system(long_form=True)["transformers float32"]
     systems = {**scriba_systems(), "transformers sequential": lambda path: hf([path])[0]}
     scriba.transcribe(JFK)  # warm-up
-    print(f"{'system':<30}" + "".join(f"{n + ' RTFx':>14}{n + ' WER':>13}" for n in recs) + "  all WER  outside")
+    print(
+        f"{'system':<30}" + "".join(f"{n + ' RTFx':>14}{n + ' WER':>13}" for n in recs) + "  all WER  outside"
+    )
     for name, run in systems.items():
         row, hyps, refs, extra = f"{name:<30}", [], [], ""
         for rec, (path, ref, spans) in recs.items():

@@ -143,7 +143,9 @@ class Engine:
         if heads is None:
             return
         if not hasattr(self.model, "cross_attentions"):
-            raise ValueError(f"this model ({type(self.model).__name__}) does not return cross_attention_heads")
+            raise ValueError(
+                f"this model ({type(self.model).__name__}) does not return cross_attention_heads"
+            )
         layers, num_heads = self.model.num_decoder_layers, self.model.num_decoder_heads
         bad = [h for h in heads if h[0] >= layers or h[1] >= num_heads]
         if bad:

@@ -88,7 +88,8 @@ class SamplingParams:
         if self.cross_attention_heads is not None:
             heads = [tuple(h) for h in self.cross_attention_heads]
             _require(
-                bool(heads) and all(len(h) == 2 and all(isinstance(i, int) and i >= 0 for i in h) for h in heads),
+                bool(heads)
+                and all(len(h) == 2 and all(isinstance(i, int) and i >= 0 for i in h) for h in heads),
                 f"cross_attention_heads must be (layer, head) pairs, got {self.cross_attention_heads!r}",
             )
             _require(not self.use_beam_search, "cross_attention_heads are not returned with beam search")

@@ -64,6 +64,22 @@ def test_speech_between_noise_is_found_once_and_nothing_else(jfk, mode):
     assert result.coverage > 0.85 and result.warnings == []
 
 
+@pytest.mark.parametrize("mode", ["batched", "sequential"])
+def test_words_lie_in_the_speech_with_the_hallucination_guard(jfk, mode):
+    from compositions import compose
+
+    audio, spans = compose([("white", 12), jfk, ("silence", 9), jfk, ("brown", 6)])
+    result = scriba.transcribe(
+        (audio, 16000), mode=mode, word_timestamps=True, hallucination_silence_threshold=2.0
+    )
+    assert result.text.lower().count("can do for your country") == 2, result.text
+    words = [w for s in result.segments for w in s.words]
+    assert all(any(a - 0.5 <= w.start <= w.end <= b + 0.5 for a, b in spans) for w in words)
+    for (a, _), first in zip(spans, [w for w in words if w.word.strip() == "And"]):
+        assert abs(first.start - (a + 0.3)) < 1.0  # the copy's first word at its onset
+    assert [s.start for s in result.segments] == [s.words[0].start for s in result.segments]
+
+
 def test_a_list_is_decoded_together_and_matches_single_calls(jfk):
     quiet = (jfk[: 16000 * 5] * 0.5, 16000)
     both = scriba.transcribe([JFK, quiet], timestamps=False)

@@ -16,7 +16,9 @@ def eager_cross_attentions(hf, features, tokens):
     hf.set_attn_implementation("eager")
     try:
         with torch.no_grad():
-            out = hf(input_features=features, decoder_input_ids=torch.tensor([tokens]), output_attentions=True)
+            out = hf(
+                input_features=features, decoder_input_ids=torch.tensor([tokens]), output_attentions=True
+            )
         return out.cross_attentions
     finally:
         hf.set_attn_implementation(before)
