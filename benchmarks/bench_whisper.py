@@ -7,7 +7,8 @@ Same weights everywhere (the bundled tiny.en). Two workloads, in one run:
   long-form  the dev set's long-form recording (158 s)
 Systems, each warmed up on one file first, greedy, English, timestamps on:
   Scriba float32 / bfloat16 / int8   scriba.transcribe(all files): its batch (mode="batched";
-                                     for long-form also mode="sequential")
+                                     for long-form also mode="sequential"; Silero VAD on for
+                                     audio over 30 s, as by default)
   faster-whisper int8 / float32      WhisperModel.transcribe, one file at a time, and its
                                      BatchedInferencePipeline (batch_size 8, its defaults: VAD
                                      chunks, no timestamp tokens); the `bench` extra

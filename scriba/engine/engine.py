@@ -199,8 +199,7 @@ class Engine:
             self._apply_samples(group, results.samples)
             if group.request_id in results.probes:
                 group.probe_value = results.probes[group.request_id]
-            if group.params.cross_attention_heads is not None:
-                self._cross_attentions(group)
+        self._cross_attentions(sched.prefills + sched.decodes)
         self.scheduler.remove_finished()
         outputs = [self._output(g) for g in sched.prefills + sched.decodes + sched.aborted]
         for out in outputs:
@@ -257,16 +256,19 @@ class Engine:
                 seq.status = SequenceStatus.FINISHED_STOPPED
                 self.block_manager.free(seq.seq_id)
 
-    def _cross_attentions(self, group: SequenceGroup) -> None:
-        """The asked-for cross-attention weights of each sequence that just finished, while the
-        request's cross K/V are still cached."""
-        blocks = self.block_manager.cross_block_table(group.request_id)
-        positions = group.inputs.encoder_len
-        for seq in group.seqs:
-            if seq.status.is_finished and getattr(seq, "cross_attentions", None) is None:
-                seq.cross_attentions = self.runner.cross_attentions(
-                    blocks, positions, seq.token_ids, group.params.cross_attention_heads
-                )
+    def _cross_attentions(self, groups: list[SequenceGroup]) -> None:
+        """The asked-for cross-attention weights of the sequences that just finished, while
+        their requests' cross K/V are still cached: one batched pass per kind of ask."""
+        asks: dict[tuple, list] = {}
+        for group in groups:
+            heads = group.params.cross_attention_heads
+            for seq in group.seqs if heads is not None else []:
+                if seq.status.is_finished and getattr(seq, "cross_attentions", None) is None:
+                    asks.setdefault((tuple(heads), group.inputs.encoder_len), []).append((group, seq))
+        for (heads, positions), pairs in asks.items():
+            requests = [(self.block_manager.cross_block_table(g.request_id), s.token_ids) for g, s in pairs]
+            for (_, seq), weights in zip(pairs, self.runner.cross_attentions(requests, positions, heads)):
+                seq.cross_attentions = weights
 
     def _check_stop(self, group: SequenceGroup, seq) -> None:
         params, token = group.params, seq.token_ids[-1]

@@ -98,18 +98,23 @@ class ModelRunner:
         return len(layers) * 2 * block_size * attn.num_heads * attn.head_dim * itemsize
 
     @torch.inference_mode()
-    def cross_attentions(self, blocks: list[int], num_positions: int, token_ids: list[int], heads):
-        """[len(heads), len(token_ids), num_positions] float32 (on the CPU): the cross-attention
-        weights of (layer, head) pairs when the decoder reads `token_ids` over the encoder K/V
-        cached in `blocks`. One plain forward; the caches are only read."""
+    def cross_attentions(self, requests: list[tuple[list[int], list[int]]], num_positions: int, heads):
+        """For each (cross blocks, token ids) of `requests`, in one batched plain forward: the
+        cross-attention weights of (layer, head) pairs when the decoder reads the tokens over
+        the encoder K/V cached in the blocks, [len(heads), len(token ids), num_positions]
+        float32 numpy arrays. The caches are only read."""
         layers = self.model.decoder_attention_layers()
-        index = torch.tensor(blocks, device=self.device)
+        longest = max(len(ids) for _, ids in requests)
+        tokens = torch.zeros(len(requests), longest, dtype=torch.long)
+        for row, (_, ids) in enumerate(requests):
+            tokens[row, : len(ids)] = torch.tensor(ids)
+        indexes = [torch.tensor(blocks, device=self.device) for blocks, _ in requests]
         cross_kv = []
         for layer in range(max(lay for lay, _ in heads) + 1):  # every layer up to the last asked
             cache = layers[layer][1].kv_cache  # [2, blocks, block_size, heads, head_dim]
-            cross_kv.append(cache[:, index].flatten(1, 2)[:, :num_positions])
-        tokens = torch.tensor(token_ids, device=self.device)
-        return self.model.cross_attentions(tokens, cross_kv, heads).float().cpu().numpy()
+            cross_kv.append(torch.stack([cache[:, i].flatten(1, 2)[:, :num_positions] for i in indexes]))
+        weights = self.model.cross_attentions(tokens.to(self.device), cross_kv, heads).float().cpu()
+        return [weights[row, :, : len(ids)].numpy() for row, (_, ids) in enumerate(requests)]
 
     @torch.inference_mode()
     def execute(

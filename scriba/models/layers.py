@@ -172,27 +172,32 @@ class EncoderDecoderLayer(nn.Module):
     def plain_forward(
         self, hidden: torch.Tensor, cross_kv: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The decoder layer over one sequence, without the paged cache (an alignment pass):
-        hidden [T, d_model], cross_kv [2, P, heads, head_dim] (as cached) -> (hidden [T, d_model],
-        cross-attention weights [heads, T, P] in float32)."""
-        T, weights = hidden.shape[0], []
+        """The decoder layer over a batch of right-padded sequences, without the paged cache
+        (an alignment pass): hidden [B, T, d_model], cross_kv [B, 2, P, heads, head_dim] ->
+        (hidden [B, T, d_model], cross-attention weights [B, heads, T, P] in float32). Causal
+        self-attention keeps each real token away from the padding after it."""
+        B, T, _ = hidden.shape
+        weights = []
 
-        def heads_of(x: torch.Tensor, attn: Attention) -> torch.Tensor:  # [T, H*D] -> [H, T, D]
-            return x.view(T, attn.num_heads, attn.head_dim).transpose(0, 1)
+        def heads_of(x: torch.Tensor, attn: Attention) -> torch.Tensor:  # [B, T, H*D] -> [B, H, T, D]
+            return x.view(B, T, attn.num_heads, attn.head_dim).transpose(1, 2)
+
+        def merge(x: torch.Tensor) -> torch.Tensor:  # [B, H, T, D] -> [B, T, H*D]
+            return x.transpose(1, 2).reshape(B, T, -1)
 
         def self_block(h: torch.Tensor) -> torch.Tensor:
             sa = self.self_attn
             q, k, v = (heads_of(x, sa.attn) for x in sa.qkv_proj(h).chunk(3, dim=-1))
             out = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=sa.attn.scale)
-            return sa.out_proj(out.transpose(0, 1).reshape(T, -1))
+            return sa.out_proj(merge(out))
 
         def cross_block(h: torch.Tensor) -> torch.Tensor:
             ca = self.encoder_attn
             q = heads_of(ca.q_proj(h), ca.attn).float()
-            k, v = cross_kv[0].transpose(0, 1).float(), cross_kv[1].transpose(0, 1)  # [H, P, D]
-            w = torch.softmax(q @ k.transpose(1, 2) * ca.attn.scale, dim=-1)  # [H, T, P]
+            k, v = cross_kv[:, 0].transpose(1, 2), cross_kv[:, 1].transpose(1, 2)  # [B, H, P, D]
+            w = torch.softmax(q @ k.float().transpose(2, 3) * ca.attn.scale, dim=-1)  # [B, H, T, P]
             weights.append(w)
-            return ca.out_proj((w.to(v.dtype) @ v).transpose(0, 1).reshape(T, -1))
+            return ca.out_proj(merge(w.to(v.dtype) @ v))
 
         hidden = self._residual(hidden, self.self_attn_layer_norm, self_block)
         hidden = self._residual(hidden, self.encoder_attn_layer_norm, cross_block)

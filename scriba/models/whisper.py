@@ -219,17 +219,18 @@ class WhisperForConditionalGeneration(nn.Module):
     def cross_attentions(
         self, token_ids: torch.Tensor, cross_kv: list[torch.Tensor], heads: list[tuple[int, int]]
     ) -> torch.Tensor:
-        """[len(heads), T, P]: the cross-attention weights of (layer, head) pairs over one
-        decoder sequence `token_ids` [T], given the cached cross K/V of layers 0..max layer
-        (each [2, P, heads, head_dim]). A plain forward that stops after the last layer asked."""
+        """[B, len(heads), T, P]: the cross-attention weights of (layer, head) pairs over a batch
+        of right-padded decoder sequences `token_ids` [B, T], given the cached cross K/V of
+        layers 0..max layer (each [B, 2, P, heads, head_dim]). A plain forward that stops after
+        the last layer asked."""
         dec = self.model.decoder
-        positions = torch.arange(token_ids.shape[0], device=token_ids.device)
-        hidden = dec.embed_tokens(token_ids) + dec.embed_positions(positions)
+        positions = torch.arange(token_ids.shape[1], device=token_ids.device)
+        hidden = dec.embed_tokens(token_ids) + dec.embed_positions(positions)[None]
         weights = []
         for layer, kv in zip(dec.layers, cross_kv):
             hidden, w = layer.plain_forward(hidden, kv)
             weights.append(w)
-        return torch.stack([weights[layer][head] for layer, head in heads])
+        return torch.stack([weights[layer][:, head] for layer, head in heads], dim=1)
 
     def output_projection(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(weight [vocab, d_model], bias or None) of the logits: the tied token embedding."""
