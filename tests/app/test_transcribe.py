@@ -65,6 +65,20 @@ def test_speech_between_noise_is_found_once_and_nothing_else(jfk, mode):
 
 
 @pytest.mark.parametrize("mode", ["batched", "sequential"])
+def test_five_minutes_of_noise_and_eleven_copies_with_default_settings(jfk, mode):
+    """The file that lost a copy (batched) and invented two (sequential) before VAD."""
+    from compositions import compose
+
+    gaps = [("silence", 5), ("white", 40), ("brown", 10), ("tone", 5), ("silence", 20), ("white", 8)]
+    gaps += [("brown", 25), ("silence", 3), ("tone", 12), ("white", 15), ("brown", 6)]
+    audio, spans = compose([part for gap in gaps for part in (gap, jfk)] + [("silence", 10)])
+    result = scriba.transcribe((audio, 16000), mode=mode)
+    assert result.text.lower().count("for your country") == 11, result.text
+    assert all(any(a - 1 <= s.start and s.end <= b + 1 for a, b in spans) for s in result.segments)
+    assert result.warnings == []
+
+
+@pytest.mark.parametrize("mode", ["batched", "sequential"])
 def test_words_lie_in_the_speech_with_the_hallucination_guard(jfk, mode):
     from compositions import compose
 
