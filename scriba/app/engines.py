@@ -93,6 +93,24 @@ class EngineLoop:
                     self._futures.pop(out.request_id).set_result(out)
 
 
+def check_options(config: dict, function) -> None:
+    """Engine settings passed through `function`'s **kwargs must be EngineConfig fields; a
+    misspelled option gets a one-line error with the nearest name among both."""
+    import dataclasses
+    import difflib
+    import inspect
+
+    from scriba.config import EngineConfig
+
+    fields = {f.name for f in dataclasses.fields(EngineConfig)} - {"model"}
+    for name in config:
+        if name not in fields:
+            own = [p for p in inspect.signature(function).parameters if p != "engine_config"]
+            close = difflib.get_close_matches(name, sorted(fields | set(own)), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"unknown option {name!r}{hint}")
+
+
 def get_loop(model: str | None = None, **config) -> EngineLoop:
     """The shared engine loop for `model` (None: the bundled Whisper tiny.en) and these settings."""
     key = (model, tuple(sorted(config.items())))

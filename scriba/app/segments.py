@@ -41,6 +41,7 @@ class Transcription:
     speech_duration: float | None = None  # seconds of speech found by VAD (None: VAD off)
     coverage: float | None = None  # the fraction of that speech inside segments
     warnings: list[str] = field(default_factory=list)  # e.g. speech that produced no text
+    error: str | None = None  # in a list: why this input gave no transcript (the others did)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from scriba.app.engines import get_loop
+from scriba.app.engines import check_options, get_loop
 
 DEFAULT_SUMMARIZER = "facebook/bart-large-cnn"
 _SENTENCE_END = re.compile(r"(?<=[.!?。])\s+")
@@ -32,6 +32,7 @@ def summarize(
             raise TypeError(f"text {i} is a {type(t).__name__}, not a str")
         if not t.strip():
             raise ValueError(f"text {i} is empty: there is nothing to summarize")
+    check_options(engine_config, summarize)
     loop = get_loop(model, **engine_config)
     engine = loop.engine
     if getattr(engine.model, "encodes_audio", False):

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from scriba.app.engines import get_loop
+from scriba.app.engines import check_options, get_loop
 from scriba.app.longform import (
     Guards,
     SpeechMap,
@@ -36,7 +36,14 @@ from scriba.app.longform import (
 from scriba.app.segments import Segment, Transcription, WindowResult
 from scriba.app.vad import VadOptions, speech_chunks
 from scriba.app.window_decoder import Window, WindowDecoder
-from scriba.engine.audio import SAMPLE_RATE, WINDOW_SAMPLES, AudioInput, is_audio_pair, load_audio
+from scriba.engine.audio import (
+    SAMPLE_RATE,
+    WINDOW_SAMPLES,
+    AudioError,
+    AudioInput,
+    is_audio_pair,
+    load_audio,
+)
 from scriba.engine.whisper_decoding import language_code
 
 MODES = ("batched", "sequential")
@@ -61,6 +68,7 @@ def transcribe(
     word_timestamps: bool = False,
     hallucination_silence_threshold: float | None = None,
     progress: bool = False,
+    on_error: str = "report",
     **engine_config,
 ) -> Transcription | list[Transcription]:
     """Transcribe (or translate to English) audio of any length; a list returns a list.
@@ -72,10 +80,15 @@ def transcribe(
     (seconds; word alignment runs for it): an improbable segment alone in that much silence is
     dropped and the audio after it decoded again (openai-whisper's rule). `vad_filter`: decode
     only the speech Silero VAD finds (None: for audio longer than one 30 s window);
-    `vad_parameters`: VadOptions or a dict of them.
+    `vad_parameters`: VadOptions or a dict of them. In a list, an input that cannot be read
+    gives a Transcription with `error` set and the others are transcribed (`on_error="raise"`:
+    raise instead).
     Extra keyword arguments configure the shared engine.
     """
+    check_options(engine_config, transcribe)
     temperatures = _check_options(mode, beam_size, temperature)
+    if on_error not in ("report", "raise"):
+        raise ValueError(f"on_error must be 'report' or 'raise', got {on_error!r}")
     align = word_timestamps or hallucination_silence_threshold is not None
     if align and beam_size > 1:
         raise ValueError(
@@ -93,9 +106,8 @@ def transcribe(
     bar = _progress_bar() if progress else None
     decoder = WindowDecoder(loop, task, timestamps, temperatures, guards, beam_size, bar, align)
     prompt_ids = decoder.text_ids(initial_prompt)
-    files = [
-        _File(load_audio(s), vad_filter, vad, language, prompt_ids) for s in ([audio] if single else audio)
-    ]
+    waves, errors = _load_all([audio] if single else list(audio), single or on_error == "raise")
+    files = [_File(w, vad_filter, vad, language, prompt_ids) for w in waves]
     try:
         if mode == "batched":
             _batched(decoder, files, condition_on_previous_text)
@@ -105,7 +117,23 @@ def transcribe(
         if bar is not None:
             bar.close()
     results = [f.finish(word_timestamps) for f in files]
+    for i, message in errors.items():
+        results[i] = Transcription("", None, None, 0.0, error=message)
     return results[0] if single else results
+
+
+def _load_all(sources: list, raise_errors: bool) -> tuple[list[np.ndarray], dict[int, str]]:
+    """16 kHz waves of the inputs; an unreadable one is an empty wave and an error message."""
+    waves, errors = [], {}
+    for i, source in enumerate(sources):
+        try:
+            waves.append(load_audio(source))
+        except (AudioError, FileNotFoundError, ValueError) as e:
+            if raise_errors:
+                raise
+            waves.append(np.zeros(0, np.float32))
+            errors[i] = str(e)
+    return waves, errors
 
 
 def _check_options(mode, beam_size, temperature) -> list[float]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from scriba.app.segments import Transcription
 
@@ -46,8 +47,15 @@ def to_vtt(result: Transcription, word_cues: bool = False) -> str:
     return "WEBVTT\n\n" + "\n".join(cues)
 
 
+_NUMBER_LIST = re.compile(r"\[\s*(-?\d+(?:,\s*-?\d+)*)\s*\]")
+
+
 def to_json(result: Transcription, word_cues: bool = False) -> str:
-    return json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n"
+    """Indented, with each token list on one line."""
+    text = json.dumps(result.to_dict(), ensure_ascii=False, indent=2)
+    return (
+        _NUMBER_LIST.sub(lambda m: "[" + ", ".join(m.group(1).replace(",", " ").split()) + "]", text) + "\n"
+    )
 
 
 _WRITERS = {"txt": to_txt, "srt": to_srt, "vtt": to_vtt, "json": to_json}

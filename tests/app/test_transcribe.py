@@ -1,5 +1,6 @@
 """transcribe() with the bundled tiny.en on real speech, long-form, lists, and bad input."""
 
+import json
 import os
 import re
 
@@ -105,6 +106,10 @@ def test_a_list_is_decoded_together_and_matches_single_calls(jfk):
 
 def test_writers_produce_valid_srt_vtt_json(tmp_path):
     result = scriba.transcribe(JFK)
+    as_json = format_transcript(result, "json")
+    tokens = result.segments[0].tokens
+    assert json.loads(as_json)["segments"][0]["tokens"] == tokens
+    assert f'"tokens": [{", ".join(map(str, tokens))}]' in as_json  # one line per token list
     srt = format_transcript(result, "srt")
     assert re.match(r"1\n\d\d:\d\d:\d\d,\d\d\d --> \d\d:\d\d:\d\d,\d\d\d\n\S", srt)
     assert srt.count(" --> ") == len(result.segments)
@@ -114,8 +119,6 @@ def test_writers_produce_valid_srt_vtt_json(tmp_path):
     )
     assert format_transcript(result, "txt").count("\n") == len(result.segments)
     path = write_transcript(result, "json", str(tmp_path), "jfk")
-    import json
-
     data = json.load(open(path))
     assert (
         path.endswith("jfk.json")
@@ -141,6 +144,22 @@ def test_bad_audio_gives_clear_errors(tmp_path):
         scriba.transcribe((np.array([0.1, np.nan, 0.2], np.float32), 16000))
     with pytest.raises(AudioError, match="no audio samples"):
         scriba.transcribe((np.zeros(0, np.float32), 16000))
+
+
+def test_a_bad_file_in_a_list_gets_an_error_entry_and_the_others_their_text(tmp_path):
+    fake = tmp_path / "notes.wav"
+    fake.write_text("this is not audio at all\n" * 20)
+    good, bad = scriba.transcribe([JFK, str(fake)])
+    assert "fellow americans" in good.text.lower() and good.error is None
+    assert bad.text == "" and bad.segments == [] and "could not decode" in bad.error
+    with pytest.raises(AudioError, match="notes.wav"):
+        scriba.transcribe([JFK, str(fake)], on_error="raise")
+    with pytest.raises(TypeError, match=r"unknown option 'temprature' \(did you mean 'temperature'\?\)"):
+        scriba.transcribe(JFK, temprature=0.0)
+    with pytest.raises(TypeError, match=r"unknown option 'max_lenght' \(did you mean 'max_length'\?\)"):
+        scriba.summarize("Some text.", max_lenght=20)
+    with pytest.raises(TypeError, match=r"unknown option 'num_kv_block' \(did you mean 'num_kv_blocks'\?\)"):
+        scriba.transcribe(JFK, num_kv_block=100)
 
 
 def test_bad_options_give_clear_errors():
