@@ -4,9 +4,27 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from transformers.activations import ACT2FN
 
 from scriba.kernels.metadata import AttentionMetadata, AttentionType
+
+
+# The activations of BART, mBART and Whisper configs, as transformers computes them (its
+# `transformers.activations` import costs 1.8 s of start-up here, for a table of functions).
+ACTIVATIONS = {
+    "gelu": nn.functional.gelu,
+    "relu": nn.functional.relu,
+    "gelu_new": lambda x: nn.functional.gelu(x, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda x: nn.functional.gelu(x, approximate="tanh"),
+    "silu": nn.functional.silu,
+    "swish": nn.functional.silu,
+    "tanh": torch.tanh,
+}
+
+
+def activation(name: str):
+    if name not in ACTIVATIONS:
+        raise ValueError(f"activation_function {name!r} is not supported (known: {sorted(ACTIVATIONS)})")
+    return ACTIVATIONS[name]
 
 
 class Attention(nn.Module):
@@ -147,7 +165,7 @@ class EncoderDecoderLayer(nn.Module):
         if is_decoder:
             self.encoder_attn = MultiHeadAttention(dim, heads, AttentionType.CROSS, k_bias=k_bias)
             self.encoder_attn_layer_norm = nn.LayerNorm(dim)
-        self.activation_fn = ACT2FN[config.activation_function]
+        self.activation_fn = activation(config.activation_function)
         self.fc1 = nn.Linear(dim, ffn_dim)
         self.fc2 = nn.Linear(ffn_dim, dim)
         self.final_layer_norm = nn.LayerNorm(dim)

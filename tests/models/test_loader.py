@@ -111,3 +111,16 @@ def test_no_tokenizer_means_token_ids_only(tiny_bart, tmp_path):
     assert out.outputs[0].token_ids == first_tokens(tiny_bart[0]) and out.outputs[0].text == ""
     with pytest.raises(ValueError, match="no tokenizer"):
         engine.generate("some text")
+
+
+def test_activations_match_transformers():
+    import torch
+    from transformers.activations import ACT2FN
+
+    from scriba.models.layers import ACTIVATIONS, activation
+
+    x = torch.randn(1000) * 4
+    for name, fn in ACTIVATIONS.items():
+        torch.testing.assert_close(fn(x), ACT2FN[name](x), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="activation_function 'mish2' is not supported"):
+        activation("mish2")
