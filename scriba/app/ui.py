@@ -44,6 +44,33 @@ LANGUAGES = [
 PRECISIONS = {"float32": {}, "bfloat16": {"dtype": "bfloat16"}, "int8": {"quantization": "int8"}}
 
 
+def clock(seconds: float) -> str:
+    """A time for people: m:ss.s, or h:mm:ss.s from an hour on."""
+    tenths = round(max(seconds, 0.0) * 10)
+    hours, tenths = divmod(tenths, 36000)
+    minutes, tenths = divmod(tenths, 600)
+    text = (
+        f"{minutes:02d}:{tenths // 10:02d}.{tenths % 10}"
+        if hours
+        else f"{minutes}:{tenths // 10:02d}.{tenths % 10}"
+    )
+    return f"{hours}:{text}" if hours else text
+
+
+PARAGRAPH_PAUSE = 2.0  # seconds of silence between segments that start a new paragraph
+
+
+def paragraphs(segments) -> str:
+    """The transcript with a blank line wherever the speaker paused for PARAGRAPH_PAUSE."""
+    out, previous_end = "", None
+    for seg in segments:
+        if previous_end is not None:
+            out += "\n\n" if seg.start - previous_end >= PARAGRAPH_PAUSE else " "
+        out += seg.text.strip()
+        previous_end = seg.end
+    return out
+
+
 def say_duration(seconds: float) -> str:
     return f"{seconds:.0f} seconds" if seconds < 120 else f"{seconds / 60:.0f} minutes"
 
@@ -83,16 +110,16 @@ def run_transcription(
     folder = tempfile.mkdtemp(prefix="scriba-")
     stem = os.path.splitext(os.path.basename(audio_path))[0] or "transcript"
     files = [write_transcript(result, fmt, folder, stem) for fmt in ("srt", "vtt", "json")]
-    rows = [[round(s.start, 2), round(s.end, 2), s.text.strip()] for s in result.segments]
+    rows = [[clock(s.start), clock(s.end), s.text.strip()] for s in result.segments]
     words = [
-        [round(w.start, 2), round(w.end, 2), w.word.strip(), round(w.probability, 2)]
+        [clock(w.start), clock(w.end), w.word.strip(), round(w.probability, 2)]
         for s in result.segments
         for w in s.words or []
     ]
     detected = result.language or "?"
     if result.language_probability is not None:
         detected += f" ({result.language_probability:.0%})"
-    return detected, result.text, rows, files, words
+    return detected, paragraphs(result.segments) if timestamps else result.text, rows, files, words
 
 
 def run_summary(text, upload, model, max_length, min_length):

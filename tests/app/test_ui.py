@@ -10,10 +10,33 @@ from scriba.app import ui
 JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
 
 
+def seconds(clock: str) -> float:
+    parts = [float(p) for p in clock.split(":")]
+    return sum(p * 60**k for k, p in enumerate(reversed(parts)))
+
+
+def test_clock_and_paragraphs():
+    from scriba.app.segments import Segment
+
+    assert [ui.clock(t) for t in (0, 8.26, 75.04, 3599.96, 3725.5)] == [
+        "0:00.0",
+        "0:08.3",
+        "1:15.0",
+        "1:00:00.0",
+        "1:02:05.5",
+    ]
+    segs = [
+        Segment(0, 2, " One.", [], 0, 0),
+        Segment(2.5, 4, " Two.", [], 0, 0),
+        Segment(7, 9, " Three.", [], 0, 0),
+    ]
+    assert ui.paragraphs(segs) == "One. Two.\n\nThree."
+
+
 def test_transcription_gives_language_text_rows_and_subtitles():
     detected, text, rows, files, words = ui.run_transcription(JFK, "", "auto", "transcribe", True)
     assert detected == "en" and "fellow americans" in text.lower()
-    assert rows and all(0 <= start < end <= 11.1 for start, end, _ in rows)
+    assert rows and all(0 <= seconds(start) < seconds(end) <= 11.1 for start, end, _ in rows)
     assert sorted(os.path.basename(f) for f in files) == ["jfk.json", "jfk.srt", "jfk.vtt"]
     assert open(files[0]).read().startswith("1\n00:00:00,000 --> ")
     assert words == []  # no word timestamps unless asked
@@ -22,14 +45,14 @@ def test_transcription_gives_language_text_rows_and_subtitles():
 def test_word_timestamps_fill_the_word_view():
     *_, words = ui.run_transcription(JFK, "", "auto", "transcribe", True, "float32", True)
     assert [w[2] for w in words[:5]] == ["And", "so", "my", "fellow", "Americans"]
-    assert all(0 <= start <= end <= 11.1 and 0 < p <= 1 for start, end, _, p in words)
-    assert [w[0] for w in words] == sorted(w[0] for w in words)
+    assert all(0 <= seconds(start) <= seconds(end) <= 11.1 and 0 < p <= 1 for start, end, _, p in words)
+    assert [seconds(w[0]) for w in words] == sorted(seconds(w[0]) for w in words)
 
 
 def test_int8_precision_transcribes_the_same_words():
     _, text, rows, _, _ = ui.run_transcription(JFK, "", "auto", "transcribe", True, "int8")
     assert "ask not what your country can do for you" in text.lower().replace(",", "").replace(".", "")
-    assert rows and all(0 <= start < end <= 11.1 for start, end, _ in rows)
+    assert rows and all(0 <= seconds(start) < seconds(end) <= 11.1 for start, end, _ in rows)
 
 
 def test_audio_inputs_are_bounded(tmp_path, monkeypatch):
