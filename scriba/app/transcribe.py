@@ -86,14 +86,10 @@ def transcribe(
     Extra keyword arguments configure the shared engine.
     """
     check_options(engine_config, transcribe)
-    temperatures = _check_options(mode, beam_size, temperature)
-    if on_error not in ("report", "raise"):
-        raise ValueError(f"on_error must be 'report' or 'raise', got {on_error!r}")
+    temperatures = _check_options(mode, beam_size, temperature, on_error)
     align = word_timestamps or hallucination_silence_threshold is not None
     if align and beam_size > 1:
-        raise ValueError(
-            "word_timestamps and hallucination_silence_threshold work with beam_size=1 (greedy or sampled)"
-        )
+        raise ValueError("word_timestamps and hallucination_silence_threshold need beam_size=1")
     vad = VadOptions.from_user(vad_parameters)
     single = not isinstance(audio, (list, tuple)) or is_audio_pair(audio)
     loop = get_loop(model, **engine_config)
@@ -116,14 +112,12 @@ def transcribe(
     finally:
         if bar is not None:
             bar.close()
-    results = [f.finish(word_timestamps) for f in files]
-    for i, message in errors.items():
-        results[i] = Transcription("", None, None, 0.0, error=message)
+    results = [errors.get(i) or f.finish(word_timestamps) for i, f in enumerate(files)]
     return results[0] if single else results
 
 
-def _load_all(sources: list, raise_errors: bool) -> tuple[list[np.ndarray], dict[int, str]]:
-    """16 kHz waves of the inputs; an unreadable one is an empty wave and an error message."""
+def _load_all(sources: list, raise_errors: bool) -> tuple[list[np.ndarray], dict[int, Transcription]]:
+    """16 kHz waves of the inputs; an unreadable one is an empty wave and an error entry."""
     waves, errors = [], {}
     for i, source in enumerate(sources):
         try:
@@ -132,11 +126,13 @@ def _load_all(sources: list, raise_errors: bool) -> tuple[list[np.ndarray], dict
             if raise_errors:
                 raise
             waves.append(np.zeros(0, np.float32))
-            errors[i] = str(e)
+            errors[i] = Transcription("", None, None, 0.0, error=str(e))
     return waves, errors
 
 
-def _check_options(mode, beam_size, temperature) -> list[float]:
+def _check_options(mode, beam_size, temperature, on_error) -> list[float]:
+    if on_error not in ("report", "raise"):
+        raise ValueError(f"on_error must be 'report' or 'raise', got {on_error!r}")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if not isinstance(beam_size, int) or beam_size < 1:

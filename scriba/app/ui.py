@@ -92,7 +92,8 @@ def run_transcription(
     seconds = len(samples) / SAMPLE_RATE
     if seconds > MAX_AUDIO_SECONDS:
         raise gr.Error(
-            f"The audio is {say_duration(seconds)} long; this app takes up to {say_duration(MAX_AUDIO_SECONDS)}."
+            f"The audio is {say_duration(seconds)} long; "
+            f"this app takes up to {say_duration(MAX_AUDIO_SECONDS)}."
         )
     try:
         result = transcribe(
@@ -146,6 +147,20 @@ def run_summary(text, upload, model, max_length, min_length):
         raise gr.Error(str(e).splitlines()[0]) from None
 
 
+def _transcription_options(gr, whisper_model: str | None) -> list:
+    """The Transcribe tab's choices, in run_transcription's order after the audio."""
+    with gr.Row():
+        model = gr.Textbox(
+            value=whisper_model or "", label="Whisper model", placeholder="empty: the bundled tiny.en"
+        )
+        language = gr.Dropdown(LANGUAGES, value="auto", label="Language")
+        task = gr.Radio(["transcribe", "translate"], value="transcribe", label="Task")
+        timestamps = gr.Checkbox(value=True, label="Timestamps")
+        precision = gr.Radio(list(PRECISIONS), value="float32", label="Precision (int8: CPU, faster)")
+        word_timestamps = gr.Checkbox(value=False, label="Word timestamps")
+    return [model, language, task, timestamps, precision, word_timestamps]
+
+
 def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARIZER):
     import gradio as gr
 
@@ -153,15 +168,7 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
         gr.Markdown("# Scriba\nSpeech in, text out (Whisper); long text in, short text out (BART).")
         with gr.Tab("Transcribe"):
             audio = gr.Audio(sources=["upload", "microphone"], type="filepath", label="Audio")
-            with gr.Row():
-                model = gr.Textbox(
-                    value=whisper_model or "", label="Whisper model", placeholder="empty: the bundled tiny.en"
-                )
-                language = gr.Dropdown(LANGUAGES, value="auto", label="Language")
-                task = gr.Radio(["transcribe", "translate"], value="transcribe", label="Task")
-                timestamps = gr.Checkbox(value=True, label="Timestamps")
-                precision = gr.Radio(list(PRECISIONS), value="float32", label="Precision (int8: CPU, faster)")
-                word_timestamps = gr.Checkbox(value=False, label="Word timestamps")
+            options = _transcription_options(gr, whisper_model)
             go = gr.Button("Transcribe", variant="primary", elem_id="transcribe-button")
             detected = gr.Textbox(label="Detected language", interactive=False)
             transcript = gr.Textbox(label="Transcript", lines=6, interactive=False, elem_id="transcript")
@@ -184,22 +191,12 @@ def build_ui(whisper_model: str | None = None, summarizer: str = DEFAULT_SUMMARI
             summarize_btn = gr.Button("Summarize", variant="primary", elem_id="summarize-button")
             summary = gr.Textbox(label="Summary", lines=6, interactive=False, elem_id="summary")
 
-        def transcribe_with_progress(
-            audio_path,
-            model,
-            language,
-            task,
-            timestamps,
-            precision,
-            word_timestamps,
-            progress=gr.Progress(track_tqdm=True),
-        ):
-            options = (timestamps, precision, word_timestamps, progress)
-            return run_transcription(audio_path, model, language, task, *options)
+        def transcribe_with_progress(audio_path, *chosen, progress=gr.Progress(track_tqdm=True)):
+            return run_transcription(audio_path, *chosen, progress)
 
         go.click(
             transcribe_with_progress,
-            [audio, model, language, task, timestamps, precision, word_timestamps],
+            [audio, *options],
             [detected, transcript, segments, subtitles, words],
             api_name="transcribe",
         )

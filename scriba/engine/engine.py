@@ -18,7 +18,8 @@ from scriba.engine.host_heap import reuse_freed_memory
 from scriba.engine.inputs import PromptType
 from scriba.engine.memory import cpu_kv_blocks, gpu_kv_blocks
 from scriba.engine.model_runner import ModelRunner
-from scriba.engine.outputs import CompletionOutput, RequestOutput
+from scriba.engine.output_builder import OutputBuilder
+from scriba.engine.outputs import RequestOutput
 from scriba.engine.request_processing import ProcessedRequest, request_processing_for
 from scriba.engine.sampling_params import SamplingParams
 from scriba.engine.scheduler import Scheduler
@@ -56,12 +57,22 @@ class Engine:
         eos = m.config.eos_token_id
         self.eos_token_ids: list[int] = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
         self.requests = request_processing_for(m, self.tokenizer, self.eos_token_ids)
+        self.outputs = OutputBuilder(self.tokenizer, self.requests)
         # read once: a config lookup costs per sequence per step
         self.max_decoder_len: int = m.max_decoder_len
 
-        self.runner = runner = ModelRunner(
+        self.runner = ModelRunner(
             m, config.device, config.torch_dtype, config.block_size, config.attention_backend
         )
+        self._build_kv_cache()
+        self.scheduler = Scheduler(config, self.block_manager)
+        self.generator = torch.Generator(device=config.device).manual_seed(config.seed)
+        self.groups: dict[str, SequenceGroup] = {}
+        self._request_ids = itertools.count()
+
+    def _build_kv_cache(self) -> None:
+        """Size the KV pools (from memory unless given), allocate them, capture decode graphs."""
+        config, m, runner = self.config, self.model, self.runner
         bytes_per_block = ModelRunner.bytes_per_block(m, config.block_size, config.torch_dtype)
         full_request = blocks_for(m.max_encoder_len, config.block_size) + blocks_for(
             m.max_decoder_len, config.block_size
@@ -88,18 +99,15 @@ class Engine:
             num_cpu = min(num_blocks, int(config.swap_space_gb * 2**30) // bytes_per_block)
         runner.allocate_kv_caches(num_blocks, num_cpu)
         self.block_manager = BlockManager(config.block_size, num_blocks, num_cpu)
-        self.scheduler = Scheduler(config, self.block_manager)
         if on_gpu and config.cuda_graphs and runner.backend.is_graph_safe:
             runner.capture_decode_graphs(
                 min(config.max_num_seqs, 256),
                 blocks_for(m.max_decoder_len, config.block_size),
                 blocks_for(m.max_encoder_len, config.block_size),
             )
-        self.generator = torch.Generator(device=config.device).manual_seed(config.seed)
-        self.groups: dict[str, SequenceGroup] = {}
-        self._request_ids = itertools.count()
         logger.info(
-            "KV cache: %d blocks of %d tokens (%.2f GiB): %d requests of full length (%d encoder + %d decoder positions) fit; attention backend %r%s",
+            "KV cache: %d blocks of %d tokens (%.2f GiB): %d requests of full length "
+            "(%d encoder + %d decoder positions) fit; attention backend %r%s",
             num_blocks,
             config.block_size,
             num_blocks * bytes_per_block / 2**30,
@@ -163,7 +171,8 @@ class Engine:
         room = bm.num_total() - bm.watermark_blocks
         if need > room:
             raise ValueError(
-                f"request needs up to {need} KV blocks but the pool has {room}: raise num_kv_blocks or lower max_tokens / n"
+                f"request needs up to {need} KV blocks but the pool has {room}: "
+                "raise num_kv_blocks or lower max_tokens / n"
             )
 
     def abort(self, request_id: str | Seq[str]) -> None:
@@ -201,7 +210,7 @@ class Engine:
                 group.probe_value = results.probes[group.request_id]
         self._cross_attentions(sched.prefills + sched.decodes)
         self.scheduler.remove_finished()
-        outputs = [self._output(g) for g in sched.prefills + sched.decodes + sched.aborted]
+        outputs = [self.outputs.build(g) for g in sched.prefills + sched.decodes + sched.aborted]
         for out in outputs:
             if out.finished:
                 self.groups.pop(out.request_id, None)
@@ -281,91 +290,6 @@ class Engine:
         else:
             return
         self.block_manager.free(seq.seq_id)
-
-    def _output(self, group: SequenceGroup) -> RequestOutput:
-        inputs, params = group.inputs, group.params
-        if group.beam is not None and group.is_finished:
-            completions = self._beam_completions(group)
-        else:
-            completions = self._completions(group)
-        if group.echo is None:  # the request's fixed fields, built once (and shared by its outputs)
-            group.echo = dict(
-                request_id=group.request_id,
-                prompt=self._prompt_text(group),
-                prompt_token_ids=list(inputs.decoder_token_ids),
-                encoder_prompt=inputs.encoder_prompt,
-                encoder_prompt_token_ids=list(inputs.encoder_token_ids),
-            )
-        return RequestOutput(
-            **group.echo,
-            **self.requests.annotate(inputs, group.seqs[0]),
-            no_speech_prob=group.probe_value,
-            outputs=completions,
-            finished=group.is_finished,
-        )
-
-    def _completions(self, group: SequenceGroup) -> list[CompletionOutput]:
-        params = group.params
-        skip = params.skip_special_tokens
-        completions = []
-        for i, seq in enumerate(group.seqs):
-            finished = seq.status.is_finished
-            if finished and params.logprobs is not None:
-                self._name_logprob_tokens(seq)
-            completions.append(
-                CompletionOutput(
-                    index=i,
-                    token_ids=seq.output_token_ids,
-                    cumulative_logprob=seq.cumulative_logprob,
-                    logprobs=list(seq.logprobs) if params.logprobs is not None else None,
-                    finish_reason=seq.status.value if finished else None,
-                    stop_reason=seq.stop_reason,
-                    detokenize=lambda ids, skip=skip: self._decode(ids, skip),
-                    cross_attentions=getattr(seq, "cross_attentions", None),
-                )
-            )
-        return completions
-
-    def _name_logprob_tokens(self, seq) -> None:
-        """Fill `decoded_token` of a finished sequence's log-probs, once."""
-        if self.tokenizer is None:
-            return
-        for top in seq.logprobs:
-            for tid, lp in top.items():
-                if lp.decoded_token is None:
-                    lp.decoded_token = self.tokenizer.decode([tid])
-
-    def _beam_completions(self, group: SequenceGroup) -> list[CompletionOutput]:
-        """The best finished hypotheses, best first; `score` is transformers' sequences_scores."""
-        params, prompt_len = group.params, len(group.inputs.decoder_token_ids)
-        completions = []
-        for i, hyp in enumerate(group.beam.results(params.num_return_sequences)):
-            ids = hyp.token_ids[prompt_len:]
-            completions.append(
-                CompletionOutput(
-                    index=i,
-                    token_ids=ids,
-                    cumulative_logprob=hyp.score
-                    * (len(hyp.token_ids) - group.beam.prompt_len) ** params.length_penalty,
-                    logprobs=None,
-                    finish_reason="stop" if hyp.is_eos else "length",
-                    score=hyp.score,
-                    detokenize=lambda ids, skip=params.skip_special_tokens: self._decode(ids, skip),
-                )
-            )
-        return completions
-
-    def _prompt_text(self, group: SequenceGroup) -> str:
-        """The decoder prompt as text: as given, or decoded once per request."""
-        if group.inputs.decoder_prompt is None:
-            group.inputs.decoder_prompt = self._decode(group.inputs.decoder_token_ids, False)
-        return group.inputs.decoder_prompt
-
-    def _decode(self, ids: list[int], skip_special_tokens: bool) -> str:
-        if self.tokenizer is None:
-            return ""
-        known = len(self.tokenizer)  # ids past the tokenizer (timestamp tokens) have no text
-        return self.tokenizer.decode([t for t in ids if t < known], skip_special_tokens=skip_special_tokens)
 
     def generation_defaults(self, task: str | None = None, **overrides) -> SamplingParams:
         """SamplingParams from the checkpoint's generation config (and `task`'s settings in

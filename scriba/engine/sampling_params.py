@@ -77,7 +77,8 @@ class SamplingParams:
         )
         _require(
             isinstance(self.num_return_sequences, int) and 1 <= self.num_return_sequences <= self.beam_width,
-            f"num_return_sequences must be in [1, beam_width={self.beam_width}], got {self.num_return_sequences!r}",
+            f"num_return_sequences must be in [1, beam_width={self.beam_width}], "
+            f"got {self.num_return_sequences!r}",
         )
         if self.use_beam_search:
             _require(
