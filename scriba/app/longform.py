@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scriba.app.segments import TIME_PRECISION, Segment, WindowResult, Word
+from scriba.app.words import APPEND, PREPEND
 from scriba.engine.audio import SAMPLE_RATE, WINDOW_SAMPLES
 
 MIN_WINDOW_SAMPLES = SAMPLE_RATE // 10  # windows shorter than 0.1 s hold no word
@@ -257,12 +258,9 @@ def word_anomaly(word: Word) -> float:
 def is_anomaly(segment: Segment | None) -> bool:
     if segment is None or not segment.words:
         return False
-    words = [w for w in segment.words if w.word.strip() not in _PUNCTUATION][:8]
+    words = [w for w in segment.words if w.word.strip() not in PREPEND + APPEND][:8]
     score = sum(word_anomaly(w) for w in words)
     return score >= 3 or score + 0.01 >= len(words)
-
-
-_PUNCTUATION = "\"'“¿([{-\"'.。,，!！?？:：”)]}、"
 
 
 def drop_hallucinations(
