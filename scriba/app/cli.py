@@ -4,6 +4,7 @@
                                [--format txt|srt|vtt|json] [--output-dir DIR]
     scriba summarize FILE|- [--model M] [--max-length N] [--min-length N]
     scriba ui [--host 127.0.0.1] [--port 7860] [--share]
+    scriba download MODEL [--revision R] [--to FOLDER]
     scriba generate MODEL [TEXT ...] [--max-tokens N] [--temperature T] [--seed S] [--json]
 
 Commands that run a model take --device, --dtype, --quantization int8 and --threads.
@@ -102,7 +103,18 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--share", action="store_true", help="also open a public gradio.live link")
     ui.add_argument("--whisper-model", default=None, help="default Whisper model (empty: bundled tiny.en)")
     ui.add_argument("--summarizer", default="facebook/bart-large-cnn")
+    dl = sub.add_parser("download", help="fetch a model from the Hugging Face hub for offline use")
+    dl.add_argument("model", help="hub id, e.g. facebook/bart-large-cnn or openai/whisper-small")
+    dl.add_argument("--revision", default=None, help="branch, tag or commit")
+    dl.add_argument("--to", default=None, help="a folder to put it in (default: the Hugging Face cache)")
     return parser
+
+
+def run_download(args: argparse.Namespace) -> int:
+    from scriba.models.loader import download_model
+
+    print(download_model(args.model, args.revision, args.to))
+    return 0
 
 
 def run_generate(args: argparse.Namespace) -> int:
@@ -210,7 +222,13 @@ def run_ui(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"generate": run_generate, "transcribe": run_transcribe, "summarize": run_summarize, "ui": run_ui}
+COMMANDS = {
+    "generate": run_generate,
+    "transcribe": run_transcribe,
+    "summarize": run_summarize,
+    "ui": run_ui,
+    "download": run_download,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

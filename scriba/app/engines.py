@@ -41,7 +41,8 @@ class EngineLoop:
     def submit(self, prompts: list, params: list) -> list[Future]:
         """Process the requests here, in the caller's thread (tokenizing, audio decoding and
         log-mel never stall the loop), and queue them: one Future per request, resolved with
-        its RequestOutput. A bad prompt raises here (none of them run)."""
+        its RequestOutput; until then its `partial` attribute holds the latest unfinished output.
+        A bad prompt raises here (none of them run)."""
         requests = []
         for i, (prompt, p) in enumerate(zip(prompts, params)):
             try:
@@ -89,8 +90,13 @@ class EngineLoop:
             running = sum(len(g.seqs) for g in engine.scheduler.running)
             self.max_batch_size = max(self.max_batch_size, running)
             for out in outputs:
-                if out.finished and out.request_id in self._futures:
+                future = self._futures.get(out.request_id)
+                if future is None:
+                    continue
+                if out.finished:
                     self._futures.pop(out.request_id).set_result(out)
+                else:  # the latest partial output, for callers that show progress
+                    future.partial = out
 
 
 def check_options(config: dict, function) -> None:

@@ -33,6 +33,7 @@ from scriba.app.longform import (
     split_segments,
     tail_window,
 )
+from scriba.app.progress import Progress, Reporter, reporter
 from scriba.app.segments import Segment, Transcription, WindowResult
 from scriba.app.vad import VadOptions, speech_chunks
 from scriba.app.window_decoder import Window, WindowDecoder
@@ -67,7 +68,7 @@ def transcribe(
     vad_parameters: VadOptions | dict | None = None,
     word_timestamps: bool = False,
     hallucination_silence_threshold: float | None = None,
-    progress: bool = False,
+    progress: bool | Reporter = False,
     on_error: str = "report",
     **engine_config,
 ) -> Transcription | list[Transcription]:
@@ -82,7 +83,8 @@ def transcribe(
     only the speech Silero VAD finds (None: for audio longer than one 30 s window);
     `vad_parameters`: VadOptions or a dict of them. In a list, an input that cannot be read
     gives a Transcription with `error` set and the others are transcribed (`on_error="raise"`:
-    raise instead).
+    raise instead). `progress`: True for a bar on stderr, or a callable given each
+    `Progress(stage, done, total)` (progress.py).
     Extra keyword arguments configure the shared engine.
     """
     check_options(engine_config, transcribe)
@@ -92,6 +94,9 @@ def transcribe(
         raise ValueError("word_timestamps and hallucination_silence_threshold need beam_size=1")
     vad = VadOptions.from_user(vad_parameters)
     single = not isinstance(audio, (list, tuple)) or is_audio_pair(audio)
+    report = reporter(progress)
+    say = report or (lambda p: None)
+    say(Progress("loading model"))
     loop = get_loop(model, **engine_config)
     _check_request_options(loop.engine, language, task)
     if language is not None:  # reported as its code ('German' -> 'de')
@@ -99,19 +104,18 @@ def transcribe(
     guards = Guards(
         compression_ratio_threshold, logprob_threshold, no_speech_threshold, hallucination_silence_threshold
     )
-    bar = _progress_bar() if progress else None
-    decoder = WindowDecoder(loop, task, timestamps, temperatures, guards, beam_size, bar, align)
+    decoder = WindowDecoder(loop, task, timestamps, temperatures, guards, beam_size, report, align)
     prompt_ids = decoder.text_ids(initial_prompt)
+    say(Progress("reading audio"))
     waves, errors = _load_all([audio] if single else list(audio), single or on_error == "raise")
+    say(Progress("finding speech"))
     files = [_File(w, vad_filter, vad, language, prompt_ids) for w in waves]
-    try:
-        if mode == "batched":
-            _batched(decoder, files, condition_on_previous_text)
-        else:
-            _sequential(decoder, files, condition_on_previous_text)
-    finally:
-        if bar is not None:
-            bar.close()
+    say(Progress("transcribing"))
+    if mode == "batched":
+        _batched(decoder, files, condition_on_previous_text)
+    else:
+        _sequential(decoder, files, condition_on_previous_text)
+    say(Progress("done", decoder.finished, decoder.finished))
     results = [errors.get(i) or f.finish(word_timestamps) for i, f in enumerate(files)]
     return results[0] if single else results
 
@@ -152,12 +156,6 @@ def _check_request_options(engine, language, task) -> None:
         raise ValueError(f"model {engine.config.model!r} is not a speech model (Whisper)")
     silence = np.zeros((engine.model.num_mel_bins, engine.model.num_frames))
     engine.process({"input_features": silence, "language": language, "task": task})
-
-
-def _progress_bar():
-    from tqdm.auto import tqdm
-
-    return tqdm(total=0, desc="windows", unit="window")
 
 
 class _File:

@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scriba.app.longform import Guards
+from scriba.app.progress import Progress, window_fraction
 from scriba.app.segments import WindowResult, compression_ratio
 from scriba.app.words import make_words, token_times
 from scriba.engine.audio import SAMPLE_RATE
 from scriba.engine.sampling_params import SamplingParams
 
 MAX_WINDOW_TOKENS = 224  # openai-whisper's sample_len: half the decoder context
+PROGRESS_SECONDS = 0.5  # how often a progress reporter hears from a running decode
 HOP_LENGTH = 160  # audio samples per log-mel frame; two frames per encoder position
 
 
@@ -42,10 +44,10 @@ class Window:
 
 class WindowDecoder:
     def __init__(
-        self, loop, task, timestamps, temperatures, guards: Guards, beam_size=1, bar=None, words=False
+        self, loop, task, timestamps, temperatures, guards: Guards, beam_size=1, report=None, words=False
     ):
         self.loop, self.engine, self.task, self.timestamps = loop, loop.engine, task, timestamps
-        self.temperatures, self.guards, self.bar = temperatures, guards, bar
+        self.temperatures, self.guards, self.report = temperatures, guards, report
         self.heads = self.engine.model.alignment_heads if words else None
         self.beam_size = beam_size  # used at temperature 0, as openai-whisper does
         self.tokens = self.engine.model.tokens
@@ -76,6 +78,7 @@ class WindowDecoder:
         """Decode `windows`; `on_result(window, result)` returns the windows to decode next.
         A window whose output looks wrong is retried at the next temperature."""
         inflight: dict[Future, tuple[Window, int]] = {}
+        self.total, self.finished, self.shown = len(windows), 0, 0.0
 
         def submit(batch: list[tuple[Window, int]]) -> None:
             if not batch:
@@ -84,10 +87,10 @@ class WindowDecoder:
             params = [self._params(w, self.temperatures[k]) for w, k in batch]
             inflight.update(zip(self.loop.submit(prompts, params), batch))
 
-        self._grow_bar(len(windows))
         submit([(w, 0) for w in windows])
         while inflight:
-            done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+            timeout = PROGRESS_SECONDS if self.report is not None else None
+            done, _ = wait(list(inflight), timeout=timeout, return_when=FIRST_COMPLETED)
             queued: list[tuple[Window, int]] = []
             for future in done:
                 window, k = inflight.pop(future)
@@ -96,18 +99,26 @@ class WindowDecoder:
                     window.language = result.language
                 if k + 1 < len(self.temperatures) and self.guards.needs_fallback(result):
                     queued.append((window, k + 1))
+                    self.total, self.finished = self.total + 1, self.finished + 1
                     continue
                 follow = on_result(window, result)
-                self._grow_bar(len(follow))
-                if self.bar is not None:
-                    self.bar.update(1)
+                self.total += len(follow)
+                self.finished += 1
                 queued += [(w, 0) for w in follow]
             submit(queued)
+            self._report_progress(inflight)
 
-    def _grow_bar(self, n: int) -> None:
-        if self.bar is not None and n:
-            self.bar.total = (self.bar.total or 0) + n
-            self.bar.refresh()
+    def _report_progress(self, inflight: dict[Future, tuple[Window, int]]) -> None:
+        """Finished windows, plus running ones as far as their last timestamp reaches."""
+        if self.report is None:
+            return
+        begin, partly = self.tokens.timestamp_begin, 0.0
+        for future, (window, _) in inflight.items():
+            out = getattr(future, "partial", None)
+            if out is not None and out.outputs:
+                partly += window_fraction(list(out.outputs[0].token_ids), begin, window.seconds)
+        self.shown = max(self.shown, self.finished + partly)
+        self.report(Progress("transcribing", self.shown, self.total))
 
     def _prompt(self, w: Window) -> dict:
         return {

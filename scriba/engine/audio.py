@@ -63,6 +63,37 @@ def load_audio(source: AudioInput, sample_rate: int = SAMPLE_RATE) -> np.ndarray
     return samples
 
 
+def probe_duration(path: str | os.PathLike, name: str | None = None) -> float | None:
+    """The length in seconds of the audio file at `path`, read from its header (nothing is
+    decoded), or None when the container does not say. An empty file or one that is not audio
+    raises AudioError naming it `name` (default: the path)."""
+    name = name or repr(os.fspath(path))
+    path = _open(path)
+    if os.path.getsize(path) == 0:
+        raise AudioError(f"{name} is an empty file")
+    try:
+        import soundfile as sf
+
+        info = sf.info(path)
+        return info.frames / info.samplerate if info.samplerate else None
+    except Exception:  # not a libsndfile format: ask FFmpeg's demuxer (PyAV)
+        pass
+    try:
+        import av
+
+        with av.open(path, metadata_errors="ignore") as container:
+            if not container.streams.audio:
+                raise AudioError(f"{name} has no audio in it")
+            stream = container.streams.audio[0]
+            if stream.duration is not None and stream.time_base is not None:
+                return float(stream.duration * stream.time_base)
+            return container.duration / 1e6 if container.duration else None
+    except AudioError:
+        raise
+    except Exception:
+        raise AudioError(f"{name} is not an audio file (or its format is not supported)") from None
+
+
 def _as_mono_float(samples: np.ndarray) -> np.ndarray:
     if samples.dtype.kind not in "fiu":
         raise AudioError(f"audio samples must be numbers, got dtype {samples.dtype}")

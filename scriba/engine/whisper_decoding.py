@@ -40,9 +40,12 @@ def language_code(language: str, tokens) -> str:
         raise ValueError(f"language must be a string like 'en' or None to detect it, got {language!r}")
     code = language.strip().lower()
     code = TO_LANGUAGE_CODE.get(code, code)
+    if code not in LANGUAGES:
+        raise ValueError(f"unknown language {language!r}: use a code like 'de' or a name like 'German'")
     if not tokens.is_multilingual:
         if code != "en":
-            raise ValueError(f"this model is English-only: it cannot transcribe language {language!r}")
+            name = LANGUAGES[code].title()
+            raise ValueError(f"this model is English-only: it cannot transcribe {name} ({language!r})")
         return code
     if code not in tokens.lang_to_id:
         known = ", ".join(sorted(tokens.lang_to_id))

@@ -28,12 +28,65 @@ def resolve_model_path(model: str, revision: str | None = None) -> str:
 
         return snapshot_download(model, revision=revision, allow_patterns=_WEIGHT_PATTERNS)
     except Exception as e:  # offline, unknown repo, gated, ...
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise OSError(
-            f"could not find model {model!r}: it is not a local folder and the Hugging Face hub "
-            f"could not provide it ({type(e).__name__}: {reason}). Pass a local folder with config.json "
-            "and the weights, or connect to the internet."
-        ) from None
+        raise OSError(f"could not find model {model!r}: {_why_not_found(model, e)}") from None
+
+
+def _why_not_found(model: str, error: Exception) -> str:
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    if isinstance(error, LocalEntryNotFoundError):  # not cached, and the hub cannot be reached
+        return (
+            "it is not a local folder or in the Hugging Face cache, and the hub cannot be reached; "
+            f"get it with `scriba download {model}` where there is internet, or pass a local folder"
+        )
+    reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return (
+        f"it is not a local folder and the Hugging Face hub could not provide it "
+        f"({type(error).__name__}: {reason}); pass a local folder with config.json and the weights"
+    )
+
+
+def model_availability(model: str, revision: str | None = None, timeout: float = 5.0) -> tuple[str, str]:
+    """Whether `model` can be loaded here, without loading it: ("local", folder) for a folder
+    or a cached hub repo, ("hub", "") when the hub has it, ("missing", one sentence why) else."""
+    from huggingface_hub import model_info, snapshot_download
+
+    if os.path.isdir(model):
+        return "local", model
+    try:
+        found = snapshot_download(
+            model, revision=revision, allow_patterns=["config.json"], local_files_only=True
+        )
+        return "local", found
+    except Exception:
+        pass
+    try:
+        model_info(model, revision=revision, timeout=timeout)
+        return "hub", ""
+    except Exception as e:  # offline, unknown, gated
+        from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
+
+        if isinstance(e, RepositoryNotFoundError):
+            return "missing", f"the Hugging Face hub has no model {model!r}"
+        if isinstance(e, HfHubHTTPError) and getattr(e, "response", None) is not None:
+            return "missing", _why_not_found(model, e)
+        return "missing", _why_not_found(model, LocalEntryNotFoundError("the hub cannot be reached"))
+
+
+def download_model(model: str, revision: str | None = None, folder: str | None = None) -> str:
+    """Fetch the hub repo `model`'s config, tokenizer and weights for offline use: into the
+    Hugging Face cache (where every Scriba command finds it), or into `folder`. Returns the path."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return snapshot_download(model, revision=revision, allow_patterns=_WEIGHT_PATTERNS, local_dir=folder)
+    except Exception as e:
+        from huggingface_hub.errors import LocalEntryNotFoundError
+
+        if isinstance(e, LocalEntryNotFoundError):
+            raise OSError(f"could not download {model!r}: the Hugging Face hub cannot be reached") from None
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise OSError(f"could not download {model!r}: {reason}") from None
 
 
 def iterate_checkpoint(path: str) -> Iterator[tuple[str, torch.Tensor]]:

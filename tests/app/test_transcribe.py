@@ -163,8 +163,10 @@ def test_a_bad_file_in_a_list_gets_an_error_entry_and_the_others_their_text(tmp_
 
 
 def test_bad_options_give_clear_errors():
-    with pytest.raises(ValueError, match="English-only.*'de'"):
+    with pytest.raises(ValueError, match=r"English-only: it cannot transcribe German \('de'\)"):
         scriba.transcribe(JFK, language="de")
+    with pytest.raises(ValueError, match="unknown language 'xx': use a code like 'de'"):
+        scriba.transcribe(JFK, language="xx")
     with pytest.raises(ValueError, match="task must be 'transcribe' or 'translate'"):
         scriba.transcribe(JFK, task="summarize")
     with pytest.raises(ValueError, match="English-only: it cannot translate"):

@@ -6,13 +6,13 @@ import gradio as gr
 import pytest
 
 from scriba.app import ui
+from scriba.app.ui import uploads
+from scriba.app.ui.text import language_line, seconds_of
 
 JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
 
 
-def seconds(clock: str) -> float:
-    parts = [float(p) for p in clock.split(":")]
-    return sum(p * 60**k for k, p in enumerate(reversed(parts)))
+seconds = seconds_of
 
 
 def test_clock_and_paragraphs():
@@ -35,15 +35,19 @@ def test_clock_and_paragraphs():
 
 def test_transcription_gives_language_text_rows_and_subtitles():
     detected, text, rows, files, words = ui.run_transcription(JFK, "", "auto", "transcribe", True)
-    assert detected == "en" and "fellow americans" in text.lower()
+    files, words = files["value"], words["value"]
+    assert detected == "English (English-only model)" and "fellow americans" in text.lower()
     assert rows and all(0 <= seconds(start) < seconds(end) <= 11.1 for start, end, _ in rows)
-    assert sorted(os.path.basename(f) for f in files) == ["jfk.json", "jfk.srt", "jfk.vtt"]
-    assert open(files[0]).read().startswith("1\n00:00:00,000 --> ")
+    assert sorted(os.path.basename(f) for f in files) == ["jfk.json", "jfk.srt", "jfk.txt", "jfk.vtt"]
+    assert open(files[1]).read().startswith("1\n00:00:00,000 --> ")
+    assert open(files[0]).read().split() == text.split()  # TXT: one line per segment
     assert words == []  # no word timestamps unless asked
 
 
 def test_word_timestamps_fill_the_word_view():
     *_, words = ui.run_transcription(JFK, "", "auto", "transcribe", True, "float32", True)
+    assert words["visible"]
+    words = words["value"]
     assert [w[2] for w in words[:5]] == ["And", "so", "my", "fellow", "Americans"]
     assert all(0 <= seconds(start) <= seconds(end) <= 11.1 and 0 < p <= 1 for start, end, _, p in words)
     assert [seconds(w[0]) for w in words] == sorted(seconds(w[0]) for w in words)
@@ -60,13 +64,37 @@ def test_audio_inputs_are_bounded(tmp_path, monkeypatch):
         ui.run_transcription(None, "", "auto", "transcribe", True)
     fake = tmp_path / "song.mp3"
     fake.write_text("not audio")
-    with pytest.raises(gr.Error, match="Cannot read this audio: could not decode"):
+    with pytest.raises(gr.Error, match=r"song.mp3 is not an audio file"):
         ui.run_transcription(str(fake), "", "auto", "transcribe", True)
     with pytest.raises(gr.Error, match="could not find model"):
         ui.run_transcription(JFK, str(tmp_path / "no-model"), "auto", "transcribe", True)
-    monkeypatch.setattr(ui, "MAX_AUDIO_SECONDS", 10)
-    with pytest.raises(gr.Error, match="The audio is 11 seconds long; this app takes up to 10 seconds"):
+
+
+def test_uploads_are_checked_from_their_header_as_they_arrive(tmp_path, monkeypatch, caplog):
+    """Empty, not audio, too long: one line naming the file; the length is read without
+    decoding the file (decoding it would fail this test)."""
+    empty, notes = tmp_path / "empty.wav", tmp_path / "notes.wav"
+    empty.write_bytes(b"")
+    notes.write_text("meeting notes")
+    assert uploads.audio_problem(str(empty)) == "empty.wav is an empty file."
+    assert uploads.audio_problem(str(notes)).startswith("notes.wav is not an audio file")
+    assert uploads.audio_problem(JFK) is None
+    monkeypatch.setattr(uploads, "MAX_AUDIO_SECONDS", 10)
+    monkeypatch.setattr("scriba.app.ui.transcribe_tab.load_audio", lambda *a: pytest.fail("decoded"))
+    assert uploads.audio_problem(JFK) == "jfk.flac is 11 seconds long; this app takes up to 10 seconds."
+    with pytest.raises(gr.Error, match="jfk.flac is 11 seconds long"):
         ui.run_transcription(JFK, "", "auto", "transcribe", True)
+    with caplog.at_level("INFO", logger="scriba.ui"):
+        value, notice = uploads.check_upload(str(empty))
+    assert value is None and notice == "⚠️ empty.wav is an empty file."
+    assert [r.getMessage() for r in caplog.records] == ["refused upload: empty.wav is an empty file."]
+    assert not any(r.exc_info for r in caplog.records)
+
+
+def test_the_language_line_says_detected_only_when_detected():
+    assert language_line("de", 0.973, True) == "detected: German (0.97)"
+    assert language_line("en", None, False) == "English (English-only model)"
+    assert language_line("fr", None, True) == "French (as chosen)"
 
 
 def test_summary_inputs_are_bounded(tiny_bart, tmp_path, monkeypatch):
@@ -75,7 +103,7 @@ def test_summary_inputs_are_bounded(tiny_bart, tmp_path, monkeypatch):
         ui.run_summary("   ", None, model, 0, 0)
     with pytest.raises(gr.Error, match="minimum length is more than the maximum"):
         ui.run_summary("Some text.", None, model, 10, 20)
-    monkeypatch.setattr(ui, "MAX_TEXT_CHARS", 50)
+    monkeypatch.setattr(uploads, "MAX_TEXT_CHARS", 50)
     with pytest.raises(gr.Error, match="The text has 60 characters; this app takes up to 50"):
         ui.run_summary("x" * 60, None, model, 0, 0)
     with pytest.raises(gr.Error, match="could not find model .*local folder"):

@@ -1,0 +1,136 @@
+"""The page: Transcribe, Live and Summarize tabs over the shared engines, and `launch`.
+
+The first Whisper model on the list loads as the app starts; the page says when it is ready.
+It binds to 127.0.0.1 unless told otherwise, and offers only the models it was started with.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from scriba.app.summarize import DEFAULT_SUMMARIZER
+from scriba.app.ui import uploads
+from scriba.app.ui.choices import BUNDLED, Summarizer, preload
+from scriba.app.ui.live_tab import build_live_tab
+from scriba.app.ui.summarize_tab import build_summarize_tab, run_summary, summarizer_state
+from scriba.app.ui.transcribe_tab import PRECISIONS, follow_model, run_transcription, seek_to_segment
+
+
+# After a segment click has moved the player: play from there (the player's own Play button).
+PLAY_JS = "() => { document.querySelector('#audio button[aria-label=\"Play\"]')?.click(); }"
+
+
+def whisper_choices(whisper_model) -> list[str]:
+    """The models the page offers: one or several (a str or a list); None is the bundled tiny.en."""
+    models = whisper_model if isinstance(whisper_model, (list, tuple)) else [whisper_model]
+    return [m or BUNDLED for m in models] or [BUNDLED]
+
+
+def _options(models: list[str]) -> list:
+    """The Transcribe tab's choices, in run_transcription's order after the audio."""
+    with gr.Row():
+        model = gr.Dropdown(models, value=models[0], label="Whisper model", elem_id="model-choice")
+        language = gr.Dropdown(
+            [("Auto-detect", "auto")], value="auto", label="Language", elem_id="language", interactive=False
+        )
+        task = gr.Radio(["transcribe"], value="transcribe", label="Task", elem_id="task", interactive=False)
+        timestamps = gr.Checkbox(value=True, label="Timestamps")
+        precision = gr.Radio(list(PRECISIONS), value="float32", label="Precision (int8: CPU, faster)")
+        word_timestamps = gr.Checkbox(value=False, label="Word timestamps")
+    return [model, language, task, timestamps, precision, word_timestamps]
+
+
+def _results() -> dict:
+    return dict(
+        language=gr.Textbox(label="Language", interactive=False, elem_id="language-line"),
+        transcript=gr.Textbox(
+            label="Transcript", lines=8, interactive=False, elem_id="transcript", buttons=["copy"]
+        ),
+        segments=gr.Dataframe(
+            headers=["start", "end", "text"],
+            label="Segments (click one to play from there)",
+            interactive=False,
+            elem_id="segments",
+        ),
+        words=gr.Dataframe(
+            headers=["start", "end", "word", "probability"],
+            label="Words (with word timestamps)",
+            interactive=False,
+            elem_id="words",
+            visible=False,
+        ),
+        downloads=gr.File(
+            label="Downloads (TXT, SRT, VTT, JSON)",
+            file_count="multiple",
+            interactive=False,
+            elem_id="downloads",
+            visible=False,
+        ),
+    )
+
+
+def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER):
+    models = whisper_choices(whisper_model)
+    preload(models[0])
+    summary_model = Summarizer(summarizer)
+    with gr.Blocks(title="Scriba") as demo:
+        gr.Markdown("# Scriba\nSpeech in, text out (Whisper); long text in, short text out (BART).")
+        status = gr.Markdown(f"Loading Whisper {models[0]}…", elem_id="model-status")
+        with gr.Tab("Transcribe"):
+            audio = gr.Audio(
+                sources=["upload", "microphone"], type="filepath", label="Audio", elem_id="audio"
+            )
+            notice = gr.Markdown("", elem_id="upload-notice")
+            options = _options(models)
+            go = gr.Button("Transcribe", variant="primary", elem_id="transcribe-button")
+            out = _results()
+            to_summary = gr.Button(
+                "Summarize this transcript", elem_id="summarize-transcript-button", interactive=False
+            )
+            transcript_summary = gr.Textbox(
+                label="Summary of the transcript", interactive=False, elem_id="transcript-summary"
+            )
+        with gr.Tab("Live"):
+            build_live_tab(gr, options[0])
+        with gr.Tab("Summarize"):
+            summary_notice, summarize_button, summary_model_state = build_summarize_tab(gr, summary_model)
+
+        def transcribe_with_progress(audio_path, *chosen, progress=gr.Progress()):
+            return run_transcription(audio_path, *chosen, progress)
+
+        model_box, language, task = options[:3]
+        demo.load(follow_model, [model_box], [status, language, task])
+        model_box.change(follow_model, [model_box], [status, language, task])
+        demo.load(
+            lambda: summarizer_state(summary_model), None, [summary_notice, summarize_button, to_summary]
+        )
+        audio.upload(uploads.check_upload, [audio], [audio, notice])
+        outputs = [out["language"], out["transcript"], out["segments"], out["downloads"], out["words"]]
+        go.click(transcribe_with_progress, [audio, *options], outputs, api_name="transcribe")
+        out["segments"].select(_seek, None, [audio]).then(None, js=PLAY_JS)
+        # The transcript is summarized with the configured summarizer.
+        to_summary.click(
+            lambda t, m: run_summary(t, None, m, 0, 0),
+            [out["transcript"], summary_model_state],
+            [transcript_summary],
+        )
+    # Several requests run at once; their windows join the shared engines' batches.
+    return demo.queue(default_concurrency_limit=4)
+
+
+def _seek(event: gr.SelectData):  # Gradio passes the click by this annotation
+    return seek_to_segment(event)
+
+
+def launch(
+    host: str = "127.0.0.1",
+    port: int = 7860,
+    share: bool = False,
+    whisper_model=None,
+    summarizer: str = DEFAULT_SUMMARIZER,
+    **kwargs,
+):
+    demo = build_ui(whisper_model, summarizer)
+    return demo.launch(
+        server_name=host, server_port=port, share=share, max_file_size=uploads.MAX_UPLOAD, **kwargs
+    )

@@ -1,0 +1,54 @@
+"""The Summarize tab (and the Transcribe tab's "Summarize this transcript"): the configured
+summarizer only; when it is not on this machine and cannot be downloaded, the buttons are off
+and one sentence says how to get it."""
+
+from __future__ import annotations
+
+from scriba.app.summarize import summarize
+from scriba.app.ui import uploads
+from scriba.app.ui.choices import Summarizer
+
+
+def run_summary(text, upload, model, max_length, min_length):
+    """Gradio handler: the summary of the pasted text or the uploaded .txt file."""
+    if upload:
+        with open(upload, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    text = (text or "").strip()
+    if not text:
+        raise uploads.user_error("Paste or upload some text first.")
+    if len(text) > uploads.MAX_TEXT_CHARS:
+        raise uploads.user_error(
+            f"The text has {len(text):,} characters; this app takes up to {uploads.MAX_TEXT_CHARS:,}."
+        )
+    if min_length and max_length and min_length > max_length:
+        raise uploads.user_error("The minimum length is more than the maximum length.")
+    try:
+        return summarize(
+            text, model=model, max_length=int(max_length) or None, min_length=int(min_length) or None
+        )
+    except (OSError, ValueError) as e:
+        raise uploads.user_error(str(e).splitlines()[0]) from None
+
+
+def summarizer_state(summarizer: Summarizer):
+    """(notice, Summarize button, Summarize-this-transcript button) as the page loads."""
+    import gradio as gr
+
+    on = summarizer.available
+    return summarizer.notice(), gr.update(interactive=on), gr.update(interactive=on)
+
+
+def build_summarize_tab(gr, summarizer: Summarizer):
+    """The tab's components; returns (notice, Summarize button, the model's State)."""
+    notice = gr.Markdown(f"Summarizer **{summarizer.model}**: checking…", elem_id="summarizer-notice")
+    text = gr.Textbox(label="Text", lines=10, elem_id="summary-input")
+    upload = gr.File(label="or a .txt file", file_types=[".txt"], type="filepath")
+    with gr.Row():
+        max_length = gr.Slider(0, 512, value=0, step=1, label="Max length (0: the model's)")
+        min_length = gr.Slider(0, 256, value=0, step=1, label="Min length (0: the model's)")
+    button = gr.Button("Summarize", variant="primary", elem_id="summarize-button", interactive=False)
+    summary = gr.Textbox(label="Summary", lines=6, interactive=False, elem_id="summary", buttons=["copy"])
+    model = gr.State(summarizer.model)
+    button.click(run_summary, [text, upload, model, max_length, min_length], [summary], api_name="summarize")
+    return notice, button, model

@@ -1,0 +1,95 @@
+"""The Transcribe tab: audio in; a language line, the transcript in paragraphs, a segments table
+that seeks the player, a word view, and TXT/SRT/VTT/JSON downloads out."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from scriba.app.transcribe import transcribe
+from scriba.app.ui import uploads
+from scriba.app.ui.choices import describe_model, model_arg, whisper_facts
+from scriba.app.ui.text import clock, language_line, paragraphs, seconds_of
+from scriba.app.writers import FORMATS, write_transcript
+from scriba.engine.audio import SAMPLE_RATE, AudioError, load_audio
+
+# The precision choices, as engine options (README: CPU modes).
+PRECISIONS = {"float32": {}, "bfloat16": {"dtype": "bfloat16"}, "int8": {"quantization": "int8"}}
+
+
+def run_transcription(
+    audio_path, model, language, task, timestamps, precision="float32", word_timestamps=False, progress=None
+):
+    """Gradio handler: (language line, transcript, segment rows, download files, word rows).
+    `progress` (Gradio's) gets the stages and the windows as they finish."""
+    problem = uploads.audio_problem(audio_path)
+    if problem is not None:
+        raise uploads.user_error(problem)
+    try:
+        samples = load_audio(audio_path)
+    except (AudioError, FileNotFoundError) as e:
+        raise uploads.user_error(f"Cannot read this audio: {e}") from None
+    report = None if progress is None else (lambda p: progress(p.fraction, desc=str(p)))
+    try:
+        result = transcribe(
+            (samples, SAMPLE_RATE),
+            model=model_arg((model or "").strip()),
+            language=None if language in (None, "", "auto") else language,
+            task=task,
+            timestamps=bool(timestamps),
+            word_timestamps=bool(word_timestamps),
+            progress=report or False,
+            **PRECISIONS.get(precision, {}),
+        )
+    except (OSError, ValueError) as e:
+        raise uploads.user_error(str(e).splitlines()[0]) from None
+    return _show(result, audio_path, whisper_facts(model).multilingual, timestamps, word_timestamps)
+
+
+def _show(result, audio_path: str, multilingual: bool, timestamps: bool, word_timestamps: bool) -> tuple:
+    """The result for the page: language line, text, segment rows, downloads, word rows (the
+    last two as updates: shown only when there is something in them)."""
+    import gradio as gr
+
+    words = [
+        [clock(w.start), clock(w.end), w.word.strip(), round(w.probability, 2)]
+        for s in result.segments
+        for w in s.words or []
+    ]
+    return (
+        language_line(result.language, result.language_probability, multilingual),
+        paragraphs(result.segments) if timestamps else result.text,
+        [[clock(s.start), clock(s.end), s.text.strip()] for s in result.segments],
+        gr.update(value=_downloads(result, audio_path), visible=True),
+        gr.update(value=words, visible=bool(word_timestamps)),
+    )
+
+
+def _downloads(result, audio_path: str) -> list[str]:
+    folder = tempfile.mkdtemp(prefix="scriba-")
+    stem = os.path.splitext(os.path.basename(audio_path))[0] or "transcript"
+    return [write_transcript(result, fmt, folder, stem) for fmt in FORMATS]
+
+
+def follow_model(choice: str):
+    """The status line, languages and tasks for the chosen Whisper model (loading it)."""
+    import gradio as gr
+
+    try:
+        facts = whisper_facts(choice)
+    except (OSError, ValueError) as e:
+        return f"⚠️ {str(e).splitlines()[0]}", gr.update(), gr.update()
+    language = gr.update(choices=facts.languages, value=facts.languages[0][1], interactive=facts.multilingual)
+    info = None if facts.multilingual else "English-only model: transcription only"
+    task = gr.update(choices=facts.tasks, value="transcribe", interactive=facts.multilingual, info=info)
+    return describe_model(choice, facts), language, task
+
+
+def seek_to_segment(event):
+    """A click on a segment row: the player jumps to where it starts."""
+    import gradio as gr
+
+    row = event.row_value if event is not None else None
+    if not row:
+        return gr.update()
+    return gr.update(playback_position=seconds_of(row[0]))
