@@ -8,6 +8,7 @@ if __name__ == "__main__":
     launch(
         host=os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0"),
         port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
-        whisper_model=os.environ.get("SCRIBA_WHISPER_MODEL") or None,
+        whisper_model=[m.strip() for m in os.environ.get("SCRIBA_WHISPER_MODEL", "").split(",") if m.strip()]
+        or None,
         summarizer=os.environ.get("SCRIBA_SUMMARIZER", "facebook/bart-large-cnn"),
     )

@@ -101,7 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
     ui.add_argument("--port", type=int, default=7860)
     ui.add_argument("--share", action="store_true", help="also open a public gradio.live link")
-    ui.add_argument("--whisper-model", default=None, help="default Whisper model (empty: bundled tiny.en)")
+    ui.add_argument(
+        "--whisper-model",
+        action="append",
+        default=None,
+        help="a Whisper model the page offers (repeat for several; the first loads at start; "
+        "default: the bundled tiny.en)",
+    )
     ui.add_argument("--summarizer", default="facebook/bart-large-cnn")
     dl = sub.add_parser("download", help="fetch a model from the Hugging Face hub for offline use")
     dl.add_argument("model", help="hub id, e.g. facebook/bart-large-cnn or openai/whisper-small")

@@ -126,3 +126,15 @@ def test_transcribe_word_timestamps_to_json_and_word_cues():
     assert cues.returncode == 0, cues.stderr
     assert re.match(r"1\n00:00:00,000 --> 00:00:00,\d\d\d\nAnd\n\n2\n", cues.stdout)
     assert cues.stdout.count(" --> ") == len(words)
+
+
+def test_language_and_download_errors_are_one_line():
+    unknown = scriba("transcribe", JFK, "--language", "xx")
+    assert unknown.returncode == 1 and unknown.stderr.startswith("scriba: error: unknown language 'xx'")
+    german = scriba("transcribe", JFK, "--language", "de")
+    assert german.stderr == "scriba: error: this model is English-only: it cannot transcribe German ('de')\n"
+    # Offline the hub cannot be reached; online it has no such repo: one line either way.
+    download = scriba("download", "scriba-tests/no-such-model-9f3b")
+    assert download.returncode == 1 and len(download.stderr.splitlines()) == 1
+    assert download.stderr.startswith("scriba: error: could not download 'scriba-tests/no-such-model-9f3b': ")
+

@@ -1,12 +1,18 @@
-"""The web app in a real browser: Debian's Chromium driven by Playwright, on localhost."""
+"""The web app in a real browser: Debian's Chromium driven by Playwright, on localhost.
+
+Screenshots go to $SCRIBA_SCREENSHOTS (default: the test's temporary folder)."""
 
 import os
 import socket
+import time
+import urllib.parse
 
+import numpy as np
 import pytest
 
 JFK = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac"))
 CHROMIUM = "/usr/bin/chromium"  # .ci/run installs it (apt-get install chromium)
+MISSING_SUMMARIZER = "scriba-tests/no-such-model-9f3b"
 
 
 def free_port() -> int:
@@ -15,14 +21,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def app_url(tiny_bart):
+def serve(summarizer: str):
     from scriba.app.ui import build_ui
 
     port = free_port()
-    demo = build_ui(summarizer=tiny_bart[0])
+    demo = build_ui(summarizer=summarizer)
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    yield f"http://127.0.0.1:{port}/"
+    return demo, f"http://127.0.0.1:{port}/"
+
+
+@pytest.fixture(scope="module")
+def app_url(tiny_bart):
+    demo, url = serve(tiny_bart[0])
+    yield url
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def offline_app_url():
+    demo, url = serve(MISSING_SUMMARIZER)
+    yield url
     demo.close()
 
 
@@ -35,6 +53,19 @@ def microphone_wav(tmp_path_factory):
     samples, rate = sf.read(JFK)
     path = tmp_path_factory.mktemp("mic") / "jfk48k.wav"
     sf.write(path, soxr.resample(samples.mean(axis=1), rate, 48_000), 48_000, subtype="PCM_16")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def five_minutes(tmp_path_factory):
+    """Five and a half minutes: jfk.flac 24 times with 3 s pauses."""
+    import soundfile as sf
+
+    from scriba.engine.audio import load_audio
+
+    path = tmp_path_factory.mktemp("long") / "five_minutes.flac"
+    jfk, pause = load_audio(JFK), np.zeros(3 * 16000, np.float32)
+    sf.write(path, np.concatenate([jfk, pause] * 24), 16000)
     return str(path)
 
 
@@ -60,52 +91,156 @@ def browser(microphone_wav):
 
 
 @pytest.fixture
-def page(browser, app_url):
-    """A fresh page per test, with the microphone allowed."""
-    context = browser.new_context(permissions=["microphone"])
+def shoot(tmp_path):
+    folder = os.environ.get("SCRIBA_SCREENSHOTS") or str(tmp_path)
+    os.makedirs(folder, exist_ok=True)
+    return lambda page, name: page.screenshot(path=os.path.join(folder, f"{name}.png"), full_page=True)
+
+
+def open_page(browser, url):
+    """A fresh page with the microphone allowed, once the page says the model is ready."""
+    context = browser.new_context(permissions=["microphone"], viewport={"width": 1280, "height": 1200})
     page = context.new_page()
-    page.goto(app_url, wait_until="networkidle", timeout=60_000)
+    page.goto(url, wait_until="load", timeout=60_000)
+    page.wait_for_selector("#model-status:has-text('ready')", timeout=120_000)
+    return page
+
+
+@pytest.fixture
+def page(browser, app_url):
+    page = open_page(browser, app_url)
     yield page
-    context.close()
+    page.context.close()
 
 
-def test_transcribe_an_upload(page):
+def wait_for_text(page, selector: str, words: str, timeout=120_000):
+    page.wait_for_function(
+        "([el, w]) => el.value.toLowerCase().includes(w)",
+        arg=[page.locator(selector).element_handle(), words],
+        timeout=timeout,
+    )
+
+
+def test_transcribe_an_upload(page, shoot):
     page.locator("input[type=file]").first.set_input_files(JFK)
     page.wait_for_timeout(1500)  # the audio component loads the file
     page.click("#transcribe-button")
-    transcript = page.locator("#transcript textarea")
-    page.wait_for_function(
-        "el => el.value.toLowerCase().includes('fellow americans')",
-        arg=transcript.element_handle(),
-        timeout=120_000,
-    )
-    text = transcript.input_value().lower()
+    wait_for_text(page, "#transcript textarea", "fellow americans")
+    text = page.locator("#transcript textarea").input_value().lower()
     assert "your country" in text and "do for you" in text
-    assert page.locator("a[href$='.srt']").count() and page.locator("a[href$='.vtt']").count()
+    assert page.locator("#language-line textarea, #language-line input").input_value() == (
+        "English (English-only model)"
+    )
+    for ext in ("txt", "srt", "vtt", "json"):
+        assert page.locator(f"#downloads a[href$='.{ext}']").count(), ext
+    shoot(page, "jfk_transcribed")
     # The transcript goes on to the summarizer (the tiny random BART: any non-empty text).
     page.click("#summarize-transcript-button")
     summary = page.locator("#transcript-summary textarea")
     page.wait_for_function("el => el.value.trim().length > 0", arg=summary.element_handle(), timeout=120_000)
 
 
+def test_long_file_progress_moves_and_a_segment_click_plays_from_there(page, five_minutes, shoot):
+    page.locator("input[type=file]").first.set_input_files(five_minutes)
+    page.wait_for_timeout(2000)
+    page.click("#transcribe-button")
+    seen, shot = [], False
+    deadline = time.time() + 180
+    while not page.locator("#transcript textarea").input_value() and time.time() < deadline:
+        seen += page.locator(".progress-level-inner, .progress-text").all_inner_texts()
+        if not shot and any("transcribing window" in t and " - 0.0%" not in t for t in seen):
+            shoot(page, "long_file_progress")
+            shot = True
+        page.wait_for_timeout(400)
+    assert page.locator("#transcript textarea").input_value().count("fellow Americans") >= 20
+    moving = [t for t in seen if "transcribing window" in t and " - 0.0%" not in t and "100.0%" not in t]
+    assert moving, seen  # the bar advanced before the end
+    shoot(page, "long_file_done")
+    cell = page.locator("#segments [role=gridcell].first-column").nth(8)  # the ninth segment's start
+    minutes, seconds = cell.inner_text().split(":")
+    start = 60 * float(minutes) + float(seconds)
+    assert start > 30
+    cell.click()
+    page.wait_for_function(
+        "t => { const m = document.querySelector('#audio #time').textContent.split(':');"
+        " return Math.abs(60 * m[0] + 1 * m[1] - t) <= 2; }",
+        arg=start,
+        timeout=10_000,
+    )
+    page.wait_for_selector("#audio button[aria-label='Pause']", timeout=10_000)  # playing
+    shoot(page, "segment_clicked")
+
+
+def test_english_only_model_offers_no_translate(page, shoot):
+    task = page.locator("#task")
+    assert "transcribe" in task.inner_text() and "translate" not in task.inner_text()
+    assert "English-only" in task.inner_text()
+    language = page.locator("#language input")
+    assert language.input_value() == "English" and language.is_disabled()
+    shoot(page, "english_only")
+
+
+def test_an_empty_upload_is_refused_at_once(page, tmp_path, shoot):
+    empty = tmp_path / "empty.wav"
+    empty.write_bytes(b"")
+    started = time.time()
+    page.locator("input[type=file]").first.set_input_files(str(empty))
+    page.wait_for_selector("#upload-notice:has-text('empty.wav is an empty file.')", timeout=10_000)
+    assert time.time() - started < 10
+    assert "/tmp" not in page.locator("#upload-notice").inner_text()
+    shoot(page, "empty_upload")
+
+
+def test_summarize_is_off_when_no_summarizer_can_be_had(browser, offline_app_url, shoot):
+    page = open_page(browser, offline_app_url)
+    page.get_by_role("tab", name="Summarize").click()
+    notice = page.locator("#summarizer-notice")
+    page.wait_for_selector("#summarizer-notice:has-text('is not available')", timeout=30_000)
+    assert MISSING_SUMMARIZER in notice.inner_text() and "local" in notice.inner_text()
+    assert page.locator("#summarize-button").is_disabled()
+    shoot(page, "summarizer_unavailable")
+    page.get_by_role("tab", name="Transcribe").click()
+    assert page.locator("#summarize-transcript-button").is_disabled()
+    page.context.close()
+
+
+def test_live_tab_shows_words_while_speaking_and_the_final_text_after(page, shoot):
+    import scriba
+
+    page.get_by_role("tab", name="Live").click()
+    page.locator("#live-mic button.record-button").click()
+    started = time.time()
+    page.wait_for_function(
+        "() => document.querySelector('#live-text').innerText.trim().length > 0", timeout=30_000
+    )
+    early = time.time() - started
+    shoot(page, "live_partial")
+    page.wait_for_timeout(max(0, 12_000 - 1000 * (time.time() - started)))
+    page.locator("#live-mic button.stop-button").first.click()
+    final = page.locator("#live-final textarea")
+    page.wait_for_function("el => el.value.length > 0", arg=final.element_handle(), timeout=120_000)
+    shoot(page, "live_final")
+    assert early < 11, "no words before the 11 s clip ended"
+    href = page.locator("#live-recording a").first.get_attribute("href")
+    recording = urllib.parse.unquote(href.split("file=", 1)[1])
+    assert final.input_value() == scriba.transcribe(recording).text
+    assert "what your country can do for you" in final.input_value().lower()
+
+
 def test_transcribe_a_recording(page):
     """Record from the (fake) microphone while it plays jfk.flac, stop, transcribe."""
     page.get_by_label("Record audio").click()
-    page.locator("button.record-button").click()
+    page.locator("#audio button.record-button").click()
     page.wait_for_timeout(11_500)  # the clip is 11 s
-    page.locator("button.stop-button").first.click()
+    page.locator("#audio button.stop-button").first.click()
     page.wait_for_timeout(1500)
-    transcript = page.locator("#transcript textarea")
     page.click("#transcribe-button")
-    page.wait_for_function(
-        "el => el.value.toLowerCase().includes('your country')",
-        arg=transcript.element_handle(),
-        timeout=120_000,
-    )
+    wait_for_text(page, "#transcript textarea", "your country")
 
 
 def test_summarize_pasted_text(page):
     page.get_by_role("tab", name="Summarize").click()
+    page.wait_for_selector("#summarizer-notice:has-text('on this machine')", timeout=30_000)
     page.fill("#summary-input textarea", "The cat sat on the mat. It was a sunny day and the cat was happy.")
     page.click("#summarize-button")
     summary = page.locator("#summary textarea")
