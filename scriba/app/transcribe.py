@@ -98,9 +98,7 @@ def transcribe(
     say = report or (lambda p: None)
     say(Progress("loading model"))
     loop = get_loop(model, **engine_config)
-    _check_request_options(loop.engine, language, task)
-    if language is not None:  # reported as its code ('German' -> 'de')
-        language = language_code(language, loop.engine.model.tokens)
+    language = _check_request_options(loop.engine, language, task)
     guards = Guards(
         compression_ratio_threshold, logprob_threshold, no_speech_threshold, hallucination_silence_threshold
     )
@@ -111,10 +109,7 @@ def transcribe(
     say(Progress("finding speech"))
     files = [_File(w, vad_filter, vad, language, prompt_ids) for w in waves]
     say(Progress("transcribing"))
-    if mode == "batched":
-        _batched(decoder, files, condition_on_previous_text)
-    else:
-        _sequential(decoder, files, condition_on_previous_text)
+    (_batched if mode == "batched" else _sequential)(decoder, files, condition_on_previous_text)
     say(Progress("done", decoder.finished, decoder.finished))
     results = [errors.get(i) or f.finish(word_timestamps) for i, f in enumerate(files)]
     return results[0] if single else results
@@ -150,12 +145,14 @@ def _check_options(mode, beam_size, temperature, on_error) -> list[float]:
     return temperatures
 
 
-def _check_request_options(engine, language, task) -> None:
-    """The request options, checked once up front by the engine's own validation."""
+def _check_request_options(engine, language, task) -> str | None:
+    """The request options, checked once up front by the engine's own validation; returns the
+    language as its code ('German' -> 'de'), as results report it."""
     if not getattr(engine.model, "encodes_audio", False):
         raise ValueError(f"model {engine.config.model!r} is not a speech model (Whisper)")
     silence = np.zeros((engine.model.num_mel_bins, engine.model.num_frames))
     engine.process({"input_features": silence, "language": language, "task": task})
+    return None if language is None else language_code(language, engine.model.tokens)
 
 
 class _File:

@@ -23,6 +23,8 @@ def resolve_model_path(model: str, revision: str | None = None) -> str:
     """A local folder as is; otherwise download (or find in the cache) the hub repo `model`."""
     if os.path.isdir(model):
         return model
+    if os.path.isabs(model) or model.startswith(("./", "../", "~")):
+        raise OSError(f"could not find model {model!r}: there is no such folder")
     try:
         from huggingface_hub import snapshot_download
 
@@ -53,6 +55,8 @@ def model_availability(model: str, revision: str | None = None, timeout: float =
 
     if os.path.isdir(model):
         return "local", model
+    if os.path.isabs(model) or model.startswith(("./", "../", "~")):
+        return "missing", f"there is no folder {model!r}"
     try:
         found = snapshot_download(
             model, revision=revision, allow_patterns=["config.json"], local_files_only=True

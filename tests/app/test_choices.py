@@ -35,3 +35,4 @@ def test_summarizer_availability(tiny_bart):
     assert model_availability(tiny_bart[0]) == ("local", tiny_bart[0])
     state, why = model_availability("scriba-tests/no-such-model-9f3b")
     assert state == "missing" and ("cannot be reached" in why or "has no model" in why)
+    assert model_availability("/no/such/bart") == ("missing", "there is no folder '/no/such/bart'")

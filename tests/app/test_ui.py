@@ -106,7 +106,7 @@ def test_summary_inputs_are_bounded(tiny_bart, tmp_path, monkeypatch):
     monkeypatch.setattr(uploads, "MAX_TEXT_CHARS", 50)
     with pytest.raises(gr.Error, match="The text has 60 characters; this app takes up to 50"):
         ui.run_summary("x" * 60, None, model, 0, 0)
-    with pytest.raises(gr.Error, match="could not find model .*local folder"):
+    with pytest.raises(gr.Error, match="could not find model .*no such folder"):
         ui.run_summary("Some text.", None, str(tmp_path / "missing"), 0, 0)
     upload = tmp_path / "article.txt"
     upload.write_text("The cat sat on the mat. It was happy.")

@@ -96,8 +96,11 @@ def test_unknown_architecture(tiny_bart, tmp_path):
 
 def test_unreachable_model_says_how_to_fix(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(OSError, match="not a local folder.*Pass a local folder"):
+    how = r"get it with `scriba download no-such-org/no-such-model` where there is internet, or pass a local"
+    with pytest.raises(OSError, match=r"not a local folder or in the Hugging Face cache.*" + how):
         resolve_model_path("no-such-org/no-such-model")
+    with pytest.raises(OSError, match="'/no/such/folder': there is no such folder"):
+        resolve_model_path("/no/such/folder")
 
 
 def test_no_tokenizer_means_token_ids_only(tiny_bart, tmp_path):
