@@ -55,25 +55,30 @@ _model_lock = threading.Lock()
 
 
 def _silero():
+    """(the sequence model, its timestamp function), loaded once."""
     global _model
     with _model_lock:
         if _model is None:
-            from silero_vad import load_silero_vad
+            import torch
 
-            _model = load_silero_vad(sequence=True)
+            threads = torch.get_num_threads()
+            import silero_vad  # its import sets torch to one thread, process-wide
+            from silero_vad.sequence_vad import get_speech_timestamps_sequence
+
+            torch.set_num_threads(threads)  # so the engines keep theirs
+            _model = silero_vad.load_silero_vad(sequence=True), get_speech_timestamps_sequence
         return _model
 
 
 def speech_chunks(wave: np.ndarray, options: VadOptions | None = None) -> list[tuple[int, int]]:
     """[(start, end)] in samples of the speech in a 16 kHz wave, in order, not overlapping."""
-    from silero_vad.sequence_vad import get_speech_timestamps_sequence
-
     o = options or VadOptions()
     if wave.size == 0:
         return []
+    model, get_speech_timestamps_sequence = _silero()
     found = get_speech_timestamps_sequence(
         np.ascontiguousarray(wave, dtype=np.float32),
-        _silero(),
+        model,
         threshold=o.threshold,
         neg_threshold=o.neg_threshold,
         sampling_rate=SAMPLE_RATE,

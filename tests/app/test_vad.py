@@ -39,3 +39,18 @@ def test_bad_vad_parameters_are_named():
         VadOptions.from_user({"threshold": 1.5})
     assert VadOptions.from_user({"max_speech_duration_s": 90}).max_speech_duration_s == 30
     assert speech_chunks(np.zeros(0, np.float32)) == []
+
+
+def test_vad_leaves_the_engines_threads_alone():
+    """silero_vad's import sets torch to one thread process-wide; the engines must keep theirs
+    (a fresh process: the import happens once)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, torch; torch.set_num_threads(2);"
+        "from scriba.app.vad import speech_chunks; speech_chunks(np.zeros(16000, np.float32));"
+        "print(torch.get_num_threads())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "2", out.stderr
