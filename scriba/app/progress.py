@@ -51,7 +51,9 @@ class TqdmBar:
         from tqdm.auto import tqdm
 
         if self.bar is None:
-            self.bar = tqdm(total=0, unit="window", bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}")
+            self.bar = tqdm(
+                total=0, desc=str(p), unit="window", bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}"
+            )
         self.bar.set_description_str(str(p), refresh=False)
         self.bar.total = max(p.total, 1)
         self.bar.n = round(min(p.done, p.total), 2)
