@@ -31,7 +31,8 @@ def test_summarizer_availability(tiny_bart):
     here = Summarizer(tiny_bart[0])
     assert here.available and here.notice() == f"Summarizer **{tiny_bart[0]}**: on this machine."
     missing = Summarizer("scriba-tests/no-such-model-9f3b")
-    assert not missing.available and "is not available: " in missing.notice()
+    assert not missing.available and "is not available" in missing.notice()
+    assert "--summarizer FOLDER" in missing.notice()
     assert model_availability(tiny_bart[0]) == ("local", tiny_bart[0])
     state, why = model_availability("scriba-tests/no-such-model-9f3b")
     assert state == "missing" and ("cannot be reached" in why or "has no model" in why)

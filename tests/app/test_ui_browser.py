@@ -196,7 +196,7 @@ def test_summarize_is_off_when_no_summarizer_can_be_had(browser, offline_app_url
     page.get_by_role("tab", name="Summarize").click()
     notice = page.locator("#summarizer-notice")
     page.wait_for_selector("#summarizer-notice:has-text('is not available')", timeout=30_000)
-    assert MISSING_SUMMARIZER in notice.inner_text() and "local" in notice.inner_text()
+    assert MISSING_SUMMARIZER in notice.inner_text() and "--summarizer FOLDER" in notice.inner_text()
     assert page.locator("#summarize-button").is_disabled()
     shoot(page, "summarizer_unavailable")
     page.get_by_role("tab", name="Transcribe").click()

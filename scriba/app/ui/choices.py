@@ -74,10 +74,13 @@ class Summarizer:
             return f"Summarizer **{self.model}**: on this machine."
         if state == "hub":
             return f"Summarizer **{self.model}**: downloaded from the Hugging Face hub on first use."
-        return (
-            f"Summarizer **{self.model}** is not available: {detail}. "
-            "Start the app with `--summarizer FOLDER` to use a local model."
-        )
+        if "cannot be reached" in detail:
+            return (
+                f"Summarizer **{self.model}** is not available: it is not on this machine and cannot be "
+                f"downloaded here. Get it with `scriba download {self.model}` where there is internet, "
+                "or start the app with `--summarizer FOLDER`."
+            )
+        return f"Summarizer **{self.model}** is not available ({detail}): start with `--summarizer FOLDER`."
 
 
 def preload(choice: str | None) -> threading.Thread:
