@@ -69,6 +69,7 @@ def transcribe(
     word_timestamps: bool = False,
     hallucination_silence_threshold: float | None = None,
     progress: bool | Reporter = False,
+    on_segments=None,
     on_error: str = "report",
     **engine_config,
 ) -> Transcription | list[Transcription]:
@@ -84,7 +85,8 @@ def transcribe(
     `vad_parameters`: VadOptions or a dict of them. In a list, an input that cannot be read
     gives a Transcription with `error` set and the others are transcribed (`on_error="raise"`:
     raise instead). `progress`: True for a bar on stderr, or a callable given each
-    `Progress(stage, done, total)` (progress.py).
+    `Progress(stage, done, total)` (progress.py). `on_segments(file_index, segments)` hears each
+    window's new segments as it finishes (in order per file with mode="sequential").
     Extra keyword arguments configure the shared engine.
     """
     check_options(engine_config, transcribe)
@@ -108,6 +110,8 @@ def transcribe(
     waves, errors = _load_all([audio] if single else list(audio), single or on_error == "raise")
     say(Progress("finding speech"))
     files = [_File(w, vad_filter, vad, language, prompt_ids) for w in waves]
+    for i, f in enumerate(files):
+        f.announce = (lambda segs, i=i: on_segments(i, segs)) if on_segments else None
     say(Progress("transcribing"))
     (_batched if mode == "batched" else _sequential)(decoder, files, condition_on_previous_text)
     say(Progress("done", decoder.finished, decoder.finished))
@@ -167,6 +171,7 @@ class _File:
         self.stream = self.map.stream(wave)
         self.segments: list[Segment] = []
         self.seek, self.context = 0, list(prompt_ids)
+        self.announce = None  # transcribe's on_segments for this file
 
     def window(self, f: int, start: int, end: int, prev_ids: list[int]) -> Window:
         return Window(f, start, end, self.stream[start:end], self.language, list(prev_ids))
@@ -195,6 +200,8 @@ class _File:
                     w.end = max(w.end, w.start)
                 s.start, s.end = s.words[0].start, s.words[-1].end
         self.segments += new
+        if self.announce is not None and new:
+            self.announce(new)
         return new, advance
 
     def finish(self, keep_words: bool) -> Transcription:

@@ -137,4 +137,3 @@ def test_language_and_download_errors_are_one_line():
     download = scriba("download", "scriba-tests/no-such-model-9f3b")
     assert download.returncode == 1 and len(download.stderr.splitlines()) == 1
     assert download.stderr.startswith("scriba: error: could not download 'scriba-tests/no-such-model-9f3b': ")
-
