@@ -5,6 +5,7 @@
     scriba summarize FILE|- [--model M] [--max-length N] [--min-length N]
     scriba ui [--host 127.0.0.1] [--port 7860] [--share]
     scriba download MODEL [--revision R] [--to FOLDER]
+    scriba serve [--host 127.0.0.1] [--port 8000] [--model M ...] [--summarizer S] [--api-key KEY] [--ui]
     scriba generate MODEL [TEXT ...] [--max-tokens N] [--temperature T] [--seed S] [--json]
 
 Commands that run a model take --device, --dtype, --quantization int8 and --threads.
@@ -109,11 +110,37 @@ def build_parser() -> argparse.ArgumentParser:
         "default: the bundled tiny.en)",
     )
     ui.add_argument("--summarizer", default="facebook/bart-large-cnn")
+    sv = sub.add_parser("serve", help="an OpenAI-compatible server (/v1/audio/transcriptions, ...)")
+    sv.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
+    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--model", action="append", default=None, help="a Whisper model to serve (repeatable)")
+    sv.add_argument("--summarizer", default=None, help="a summarization model to serve")
+    sv.add_argument("--api-key", default=None, help="require Authorization: Bearer KEY on /v1 routes")
+    sv.add_argument("--allow-models", default="", help="comma-separated extra models requests may ask for")
+    sv.add_argument("--max-loaded", type=int, default=2, help="engines kept loaded (least recently used go)")
+    sv.add_argument("--ui", action="store_true", help="also mount the web app at /ui")
+    add_engine_options(sv)
     dl = sub.add_parser("download", help="fetch a model from the Hugging Face hub for offline use")
     dl.add_argument("model", help="hub id, e.g. facebook/bart-large-cnn or openai/whisper-small")
     dl.add_argument("--revision", default=None, help="branch, tag or commit")
     dl.add_argument("--to", default=None, help="a folder to put it in (default: the Hugging Face cache)")
     return parser
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from scriba.app.server.app import ServerSettings, serve
+    from scriba.app.server.models import ServedModels
+
+    config = {k: v for k, v in engine_options(args).items() if v not in (None, "auto")}
+    allow = [m.strip() for m in args.allow_models.split(",") if m.strip()]
+    served = ServedModels(args.model or [None], args.summarizer, allow, args.max_loaded, **config)
+    ui = None
+    if args.ui:
+        from scriba.app.ui import build_ui
+
+        ui = build_ui(args.model, args.summarizer or "facebook/bart-large-cnn")
+    serve(served, ServerSettings(api_key=args.api_key), args.host, args.port, ui)
+    return 0
 
 
 def run_download(args: argparse.Namespace) -> int:
@@ -234,6 +261,7 @@ COMMANDS = {
     "summarize": run_summarize,
     "ui": run_ui,
     "download": run_download,
+    "serve": run_serve,
 }
 
 

@@ -28,6 +28,7 @@ class EngineLoop:
     def __init__(self, engine, max_pending: int | None = None):
         self.engine, self.max_pending = engine, max_pending
         self.max_batch_size = 0  # the most sequences one step has run (for tests and logs)
+        self.generated_tokens = 0  # by finished requests (the server's metrics)
         self._cond = threading.Condition()
         self._calls: list[tuple[list, list[str], list[Future]]] = []  # (processed requests, ids, futures)
         self._futures: dict[str, Future] = {}  # admitted, not finished
@@ -184,6 +185,7 @@ class EngineLoop:
                 self._requests.pop(out.request_id, None)
                 if self._trial is not None:
                     self._trial.discard(out.request_id)
+                self.generated_tokens += sum(len(c.token_ids) for c in out.outputs)
                 future.set_result(out)
             else:  # the latest partial output, for callers that show progress
                 future.partial = out

@@ -70,6 +70,7 @@ def transcribe(
     hallucination_silence_threshold: float | None = None,
     progress: bool | Reporter = False,
     on_segments=None,
+    cancel=None,
     on_error: str = "report",
     **engine_config,
 ) -> Transcription | list[Transcription]:
@@ -86,7 +87,8 @@ def transcribe(
     gives a Transcription with `error` set and the others are transcribed (`on_error="raise"`:
     raise instead). `progress`: True for a bar on stderr, or a callable given each
     `Progress(stage, done, total)` (progress.py). `on_segments(file_index, segments)` hears each
-    window's new segments as it finishes (in order per file with mode="sequential").
+    window's new segments as it finishes (in order per file with mode="sequential"). `cancel`: a
+    threading.Event; once set, the windows in flight are aborted and `Cancelled` is raised.
     Extra keyword arguments configure the shared engine.
     """
     check_options(engine_config, transcribe)
@@ -104,7 +106,7 @@ def transcribe(
     guards = Guards(
         compression_ratio_threshold, logprob_threshold, no_speech_threshold, hallucination_silence_threshold
     )
-    decoder = WindowDecoder(loop, task, timestamps, temperatures, guards, beam_size, report, align)
+    decoder = WindowDecoder(loop, task, timestamps, temperatures, guards, beam_size, report, align, cancel)
     prompt_ids = decoder.text_ids(initial_prompt)
     say(Progress("reading audio"))
     waves, errors = _load_all([audio] if single else list(audio), single or on_error == "raise")

@@ -22,6 +22,10 @@ PROGRESS_SECONDS = 0.5  # how often a progress reporter hears from a running dec
 HOP_LENGTH = 160  # audio samples per log-mel frame; two frames per encoder position
 
 
+class Cancelled(Exception):
+    """transcribe()'s `cancel` event was set: its windows were aborted."""
+
+
 @dataclass
 class Window:
     """One window to decode: samples [start, end) of file `file`'s stream."""
@@ -44,13 +48,23 @@ class Window:
 
 class WindowDecoder:
     def __init__(
-        self, loop, task, timestamps, temperatures, guards: Guards, beam_size=1, report=None, words=False
+        self,
+        loop,
+        task,
+        timestamps,
+        temperatures,
+        guards: Guards,
+        beam_size=1,
+        report=None,
+        words=False,
+        cancel=None,
     ):
         self.loop, self.engine, self.task, self.timestamps = loop, loop.engine, task, timestamps
         self.temperatures, self.guards, self.report = temperatures, guards, report
         self.heads = self.engine.model.alignment_heads if words else None
         self.beam_size = beam_size  # used at temperature 0, as openai-whisper does
         self.tokens = self.engine.model.tokens
+        self.cancel = cancel  # a threading.Event: once set, the windows in flight are aborted
 
     def text_ids(self, text: str | None) -> list[int]:
         if not text:
@@ -89,8 +103,13 @@ class WindowDecoder:
 
         submit([(w, 0) for w in windows])
         while inflight:
-            timeout = PROGRESS_SECONDS if self.report is not None else None
-            done, _ = wait(list(inflight), timeout=timeout, return_when=FIRST_COMPLETED)
+            polled = self.report is not None or self.cancel is not None
+            done, _ = wait(
+                list(inflight), timeout=PROGRESS_SECONDS if polled else None, return_when=FIRST_COMPLETED
+            )
+            if self.cancel is not None and self.cancel.is_set():
+                self.loop.cancel(list(inflight))
+                raise Cancelled("the transcription was cancelled")
             queued: list[tuple[Window, int]] = []
             for future in done:
                 window, k = inflight.pop(future)

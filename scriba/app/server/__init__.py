@@ -1,0 +1,1 @@
+"""The OpenAI-compatible server (`scriba serve`): app.py builds it."""

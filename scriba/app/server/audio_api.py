@@ -1,0 +1,150 @@
+"""POST /v1/audio/transcriptions and /v1/audio/translations, as OpenAI's audio API takes them
+(multipart: file, model, language, prompt, response_format, temperature,
+timestamp_granularities[], stream). A client that hangs up aborts its windows at once."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi.responses import StreamingResponse
+
+from scriba.app.engines import EngineBusy
+from scriba.app.server.errors import APIError
+from scriba.app.server.responses import FORMATS, delta_event, done_event, render
+from scriba.app.server.uploads import remove, save_upload
+from scriba.app.transcribe import transcribe
+from scriba.app.window_decoder import Cancelled
+
+router = APIRouter()
+DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # OpenAI's temperature 0: openai-whisper's fallback
+
+
+def _options(request: Request, task, model, language, prompt, fmt, temperature, granularities) -> dict:
+    served, settings = request.app.state.served, request.app.state.settings
+    if fmt not in FORMATS:
+        raise APIError(
+            400, f"response_format must be one of {', '.join(FORMATS)}, got {fmt!r}", "response_format"
+        )
+    if not 0 <= temperature <= 1:
+        raise APIError(400, f"temperature must be between 0 and 1, got {temperature}", "temperature")
+    bad = set(granularities) - {"word", "segment"}
+    if bad:
+        raise APIError(
+            400,
+            f"timestamp_granularities[] takes word and segment, got {sorted(bad)}",
+            "timestamp_granularities[]",
+        )
+    whisper = served.resolve(model, "whisper")
+    loop = served.loop(whisper)
+    loop.max_pending = settings.max_pending
+    return dict(
+        model=whisper,
+        language=language or None,
+        task=task,
+        initial_prompt=prompt or None,
+        temperature=(temperature,) if temperature > 0 else DEFAULT_TEMPERATURES,
+        word_timestamps="word" in granularities,
+        **served.engine_config,
+    )
+
+
+async def _run(request: Request, path: str, options: dict):
+    """transcribe() in a worker thread; a client that goes away cancels it."""
+    cancel = threading.Event()
+    job = asyncio.get_running_loop().run_in_executor(None, lambda: transcribe(path, cancel=cancel, **options))
+    while not job.done():
+        if await request.is_disconnected():
+            cancel.set()
+            break
+        await asyncio.wait([job], timeout=0.25)
+    try:
+        return await job
+    except Cancelled:
+        raise APIError(400, "the client went away") from None
+    except EngineBusy as e:
+        raise APIError(429, f"busy: {e}", code="rate_limit_exceeded", retry_after=2) from None
+    except (ValueError, TypeError) as e:
+        param = "language" if "language" in str(e) else None
+        raise APIError(400, str(e).splitlines()[0], param) from None
+
+
+def _stream(path: str, options: dict, cleanup) -> StreamingResponse:
+    """Server-sent events: a transcript.text.delta per window as it finishes, then .done."""
+    import queue
+
+    events: queue.Queue = queue.Queue()
+    cancel = threading.Event()
+    first = [True]
+
+    def on_segments(_file, segments):
+        text = "".join(s.text for s in segments)
+        events.put(delta_event(text.lstrip() if first[0] else text))
+        first[0] = False
+
+    def work():
+        try:
+            result = transcribe(path, mode="sequential", on_segments=on_segments, cancel=cancel, **options)
+            events.put(done_event(result.text))
+        except Exception as e:  # noqa: BLE001 - the stream ends with the error as its last event
+            events.put(f'data: {{"type": "error", "error": {{"message": "{type(e).__name__}"}}}}\n\n')
+        finally:
+            events.put(None)
+            cleanup()
+
+    threading.Thread(target=work, daemon=True).start()
+
+    async def body():
+        try:
+            while (event := await asyncio.to_thread(events.get)) is not None:
+                yield event
+        finally:  # the client went away (or the stream ended): stop decoding for it
+            cancel.set()
+
+    return StreamingResponse(body(), media_type="text/event-stream")
+
+
+async def _answer(request: Request, task: str, file: UploadFile, form: dict):
+    settings = request.app.state.settings
+    granularities = form.pop("granularities") or []
+    fmt, stream = form["fmt"], form.pop("stream")
+    options = _options(request, task, granularities=granularities, **form)
+    path, _ = await save_upload(file, settings.max_upload_bytes, settings.max_audio_seconds)
+    if stream:
+        return _stream(path, options, lambda: remove(path))
+    try:
+        result = await _run(request, path, options)
+    finally:
+        remove(path)
+    return render(result, fmt, task, set(granularities))
+
+
+def _form(
+    model: str | None = Form(None),
+    language: str | None = Form(None),
+    prompt: str | None = Form(None),
+    response_format: str = Form("json"),
+    temperature: float = Form(0.0),
+    timestamp_granularities: list[str] | None = Form(None, alias="timestamp_granularities[]"),
+    stream: bool = Form(False),
+) -> dict:
+    return dict(
+        model=model,
+        language=language,
+        prompt=prompt,
+        fmt=response_format,
+        temperature=temperature,
+        granularities=timestamp_granularities,
+        stream=stream,
+    )
+
+
+@router.post("/v1/audio/transcriptions")
+async def transcriptions(request: Request, file: UploadFile = File(...), form: dict = Depends(_form)):
+    return await _answer(request, "transcribe", file, form)
+
+
+@router.post("/v1/audio/translations")
+async def translations(request: Request, file: UploadFile = File(...), form: dict = Depends(_form)):
+    return await _answer(request, "translate", file, form)

@@ -1,0 +1,81 @@
+"""GET /metrics in Prometheus' text format (prometheus_client): requests by path and status,
+latency histograms, and from the shared engine loops: queue depth, running sequences, KV blocks
+used and free, tokens generated (its rate is tokens/s)."""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+
+class EngineCollector:
+    def collect(self):
+        from scriba.app.engines import _loops
+
+        gauges = {
+            "scriba_queue_depth": ("requests queued or running", lambda loop: loop.pending),
+            "scriba_running_sequences": (
+                "sequences in the running batch",
+                lambda loop: sum(len(g.seqs) for g in loop.engine.scheduler.running),
+            ),
+            "scriba_kv_blocks_used": (
+                "KV cache blocks in use",
+                lambda loop: loop.engine.block_manager.num_total() - loop.engine.block_manager.num_free(),
+            ),
+            "scriba_kv_blocks_free": (
+                "KV cache blocks free",
+                lambda loop: loop.engine.block_manager.num_free(),
+            ),
+        }
+        loops = list(_loops.items())
+        for name, (doc, read) in gauges.items():
+            family = GaugeMetricFamily(name, doc, labels=["model"])
+            for key, loop in loops:
+                family.add_metric([str(key[0])], read(loop))
+            yield family
+        tokens = CounterMetricFamily("scriba_generated_tokens", "tokens generated", labels=["model"])
+        for key, loop in loops:
+            tokens.add_metric([str(key[0])], loop.generated_tokens)
+        yield tokens
+
+
+class Metrics:
+    def __init__(self):
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "scriba_requests", "HTTP requests by path and status", ["path", "status"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "scriba_request_seconds",
+            "request latency",
+            ["path"],
+            buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300),
+            registry=self.registry,
+        )
+        self.registry.register(EngineCollector())
+
+    def middleware(self, app):
+        """Plain ASGI (BaseHTTPMiddleware would hide a client's hang-up from the endpoints)."""
+
+        async def record(scope, receive, send):
+            if scope["type"] != "http":
+                return await app(scope, receive, send)
+            start, status = time.perf_counter(), [500]
+
+            async def sending(message):
+                if message["type"] == "http.response.start":
+                    status[0] = message["status"]
+                await send(message)
+
+            try:
+                await app(scope, receive, sending)
+            finally:
+                self.requests.labels(scope["path"], str(status[0])).inc()
+                self.latency.labels(scope["path"]).observe(time.perf_counter() - start)
+
+        return record
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

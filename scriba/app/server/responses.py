@@ -1,0 +1,77 @@
+"""Transcriptions in OpenAI's response formats: json, text, srt, vtt, verbose_json (segments with
+id, seek, start, end, text, tokens, temperature, avg_logprob, compression_ratio, no_speech_prob;
+words), and the streamed events (transcript.text.delta / transcript.text.done)."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from scriba.app.segments import Transcription
+from scriba.app.writers import to_srt, to_vtt
+
+FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
+
+
+def language_name(code: str | None) -> str:
+    from transformers.models.whisper.tokenization_whisper import LANGUAGES
+
+    return LANGUAGES.get(code or "", code or "")
+
+
+def verbose(result: Transcription, task: str, words: bool, segments: bool) -> dict:
+    body = {
+        "task": task,
+        "language": language_name(result.language),
+        "duration": round(result.duration, 3),
+        "text": result.text,
+    }
+    if segments:
+        body["segments"] = [
+            {
+                "id": i,
+                "seek": int(s.start * 100),
+                "start": round(s.start, 2),
+                "end": round(s.end, 2),
+                "text": s.text,
+                "tokens": list(s.tokens),
+                "temperature": s.temperature,
+                "avg_logprob": s.avg_logprob,
+                "compression_ratio": s.compression_ratio,
+                "no_speech_prob": s.no_speech_prob,
+            }
+            for i, s in enumerate(result.segments)
+        ]
+    if words:
+        body["words"] = [
+            {"word": w.word.strip(), "start": round(w.start, 2), "end": round(w.end, 2)}
+            for s in result.segments
+            for w in s.words or []
+        ]
+    return body
+
+
+def render(result: Transcription, fmt: str, task: str, granularities: set[str]):
+    if fmt == "json":
+        return JSONResponse({"text": result.text})
+    if fmt == "text":
+        return PlainTextResponse(result.text + "\n")
+    if fmt == "srt":
+        return PlainTextResponse(to_srt(result))
+    if fmt == "vtt":
+        return PlainTextResponse(to_vtt(result), media_type="text/vtt")
+    segments = "segment" in granularities or not granularities
+    return JSONResponse(verbose(result, task, "word" in granularities, segments))
+
+
+def sse(event: dict) -> str:
+    return f"data: {json.dumps(event, ensure_ascii=False)}\n\n"
+
+
+def delta_event(text: str) -> str:
+    return sse({"type": "transcript.text.delta", "delta": text})
+
+
+def done_event(text: str) -> str:
+    return sse({"type": "transcript.text.done", "text": text})

@@ -1,0 +1,53 @@
+"""An upload to a temporary file, checked before anything is decoded: size while it streams in
+(413 past the limit), empty (400), not audio (415) and length from the container's header (413),
+so a 200 MB file that would decode to 18 GB never does. The file is deleted when done."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from fastapi import UploadFile
+
+from scriba.app.server.errors import APIError
+from scriba.engine.audio import AudioError, probe_duration
+
+CHUNK = 1 << 20
+
+
+async def save_upload(upload: UploadFile, max_bytes: int, max_seconds: float) -> tuple[str, float | None]:
+    """(path of a temporary copy, duration seconds or None); the caller removes it (`remove`)."""
+    name = os.path.basename(upload.filename or "audio")
+    handle, path = tempfile.mkstemp(prefix="scriba-upload-", suffix=os.path.splitext(name)[1][:16])
+    try:
+        size = 0
+        with os.fdopen(handle, "wb") as out:
+            while chunk := await upload.read(CHUNK):
+                size += len(chunk)
+                if size > max_bytes:
+                    raise APIError(413, f"{name} is over the upload limit of {max_bytes // 2**20} MB", "file")
+                out.write(chunk)
+        return path, _checked_duration(path, name, max_seconds)
+    except BaseException:
+        remove(path)
+        raise
+
+
+def remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _checked_duration(path: str, name: str, max_seconds: float) -> float | None:
+    try:
+        seconds = probe_duration(path, name)
+    except AudioError as e:
+        status = 400 if "empty file" in str(e) else 415
+        raise APIError(status, str(e), "file", "invalid_file") from None
+    if seconds is not None and seconds > max_seconds:
+        raise APIError(
+            413, f"{name} is {seconds / 60:.0f} minutes long; the limit is {max_seconds / 60:.0f}", "file"
+        )
+    return seconds
