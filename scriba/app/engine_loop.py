@@ -7,7 +7,9 @@ them into the running batch and steps. It is built not to lose anyone:
 - the loop itself cannot die silently: anything unexpected fails the pending futures with the
   error and the loop goes on;
 - `cancel` aborts a caller's requests and frees their KV blocks at the next step;
-- `max_pending` bounds the requests queued or running: past it `submit` raises `EngineBusy`.
+- `max_pending` bounds the requests queued or running: past it `submit` raises `EngineBusy`;
+- fairness: a caller's requests are admitted to the engine a few at a time, taking turns with
+  the other callers, so a short request is not queued behind all of a long file's windows.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+from collections import deque
 from concurrent.futures import Future, wait
 
 log = logging.getLogger("scriba")
+ADMIT_AHEAD = 16  # requests waiting in the engine beyond the running batch; the rest wait here, in turn
 
 
 class EngineBusy(RuntimeError):
@@ -31,6 +35,7 @@ class EngineLoop:
         self.generated_tokens = 0  # by finished requests (the server's metrics)
         self._cond = threading.Condition()
         self._calls: list[tuple[list, list[str], list[Future]]] = []  # (processed requests, ids, futures)
+        self._queue: deque[list[tuple[str, object, Future]]] = deque()  # per call: not admitted yet
         self._futures: dict[str, Future] = {}  # admitted, not finished
         self._requests: dict[str, object] = {}  # their processed requests, to run again
         self._suspects: list[list[str]] = []  # groups to run apart after a failed step
@@ -44,7 +49,8 @@ class EngineLoop:
     @property
     def pending(self) -> int:
         """Requests queued or running."""
-        return len(self._futures) + sum(len(ids) for _, ids, _ in self._calls)
+        calls, queue = list(self._calls), list(self._queue)
+        return len(self._futures) + sum(len(ids) for _, ids, _ in calls) + sum(map(len, queue))
 
     def generate(self, prompts: list, params: list) -> list:
         """Submit the requests and wait for all; a bad prompt raises here (none of them run)."""
@@ -90,7 +96,7 @@ class EngineLoop:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not (self._calls or self._futures or self._cancels or self._closed):
+                while not (self._calls or self._queue or self._futures or self._cancels or self._closed):
                     self._cond.wait()
                 if self._closed:
                     break
@@ -103,22 +109,21 @@ class EngineLoop:
         self._fail_all(RuntimeError("the engine loop was closed"))
 
     def _take_work(self) -> tuple[list, list[str]]:
-        """Under the lock: new calls (none while a group runs apart) and cancellations."""
+        """Under the lock: new calls and cancellations."""
         cancels, self._cancels = self._cancels, []
-        if self._trial is not None or self._suspects:
-            return [], cancels
         calls, self._calls = self._calls, []
         return calls, cancels
 
     def _iterate(self, calls: list, cancels: list[str]) -> None:
+        self._queue.extend([list(zip(ids, requests, futures)) for requests, ids, futures in calls])
         self._apply_cancels(cancels)
-        for call in calls:
-            self._admit(*call)
         if self._trial is None and self._suspects:
             group = self._suspects.pop()
             self._trial = set(group)
             for rid in group:
                 self.engine.add_request(rid, self._requests[rid])
+        elif self._trial is None:
+            self._admit_in_turn()
         if not self._futures:
             return
         try:
@@ -128,7 +133,31 @@ class EngineLoop:
             return
         self._deliver(outputs)
 
+    def _admit_in_turn(self) -> None:
+        """Callers take turns, one request each, while the engine has few waiting."""
+        waiting = len(self.engine.scheduler.waiting)
+        while self._queue and waiting < ADMIT_AHEAD:
+            call = self._queue.popleft()
+            rid, request, future = call.pop(0)
+            if call:
+                self._queue.append(call)
+            if future.cancelled():
+                continue
+            try:
+                self.engine.add_request(rid, request)
+            except Exception as e:  # noqa: BLE001 - this request fails; the loop keeps serving
+                future.set_exception(e)
+                continue
+            self._futures[rid], self._requests[rid] = future, request
+            waiting += 1
+
     def _apply_cancels(self, cancels: list[str]) -> None:
+        gone = set(cancels)
+        for call in self._queue:
+            for rid, _, future in call:
+                if rid in gone:
+                    future.cancel()
+        self._queue = deque(c for c in ([x for x in call if x[0] not in gone] for call in self._queue) if c)
         for rid in cancels:
             future = self._futures.pop(rid, None)
             self._requests.pop(rid, None)
@@ -143,19 +172,6 @@ class EngineLoop:
         self._suspects = [g for g in self._suspects if g]
         if self._trial is not None and not self._trial:
             self._trial = None
-
-    def _admit(self, requests, ids, futures) -> None:
-        for i, (rid, request) in enumerate(zip(ids, requests)):
-            try:
-                self.engine.add_request(rid, request)
-            except Exception as e:  # noqa: BLE001 - handed to the caller, the loop keeps serving
-                self.engine.abort(ids[:i])
-                error = type(e)(f"prompt {i}: {e}") if isinstance(e, (ValueError, TypeError)) else e
-                for f in futures:
-                    f.set_exception(error)
-                return
-        self._futures.update(zip(ids, futures))
-        self._requests.update(zip(ids, requests))
 
     def _isolate(self, error: Exception) -> None:
         """A step raised: abort its requests; one alone gets the error, more run again in halves."""
@@ -198,6 +214,11 @@ class EngineLoop:
         for _, _, futures in calls:
             for f in futures:
                 f.set_exception(error)
+        for call in self._queue:
+            for _, _, f in call:
+                if not f.done():
+                    f.set_exception(error)
+        self._queue.clear()
         for rid, f in list(self._futures.items()):
             try:
                 self.engine.abort(rid)

@@ -19,7 +19,7 @@ def loop(tiny_whispers):
 
 
 def clips(n):
-    return [{"audio": (synthetic_clip(2.0 + i, i), 16000)} for i in range(n)]
+    return [{"audio": (synthetic_clip(2.0 + i % 20, i), 16000)} for i in range(n)]
 
 
 def tokens(outputs):
@@ -82,3 +82,14 @@ def test_an_unexpected_error_fails_the_callers_and_the_loop_goes_on(loop, monkey
         future.result(timeout=60)
     monkeypatch.undo()
     assert loop.generate(clips(1), [SamplingParams(max_tokens=3)])[0].finished
+
+
+def test_a_short_request_is_not_stuck_behind_a_long_files_windows(loop):
+    """40 windows of one caller, then one of another: the latecomer takes its turn at once."""
+    params = SamplingParams(max_tokens=30, min_tokens=30)
+    long = loop.submit(clips(40), [params] * 40)
+    short = loop.submit(clips(1), [params])[0]
+    short.result(timeout=300)
+    finished_before = sum(f.done() for f in long)
+    assert finished_before < 20, finished_before
+    assert all(f.result(timeout=300).finished for f in long)
