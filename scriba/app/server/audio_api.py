@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import StreamingResponse
@@ -18,6 +19,9 @@ from scriba.app.transcribe import transcribe
 from scriba.app.window_decoder import Cancelled
 
 router = APIRouter()
+# transcribe() calls mostly wait on the engine loop: enough threads that every client's request
+# joins the running batch (asyncio's default pool, cpu + 4 threads, would cap the batch at 6).
+WORKERS = ThreadPoolExecutor(max_workers=256, thread_name_prefix="scriba-request")
 DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # OpenAI's temperature 0: openai-whisper's fallback
 
 
@@ -53,7 +57,9 @@ def _options(request: Request, task, model, language, prompt, fmt, temperature, 
 async def _run(request: Request, path: str, options: dict):
     """transcribe() in a worker thread; a client that goes away cancels it."""
     cancel = threading.Event()
-    job = asyncio.get_running_loop().run_in_executor(None, lambda: transcribe(path, cancel=cancel, **options))
+    job = asyncio.get_running_loop().run_in_executor(
+        WORKERS, lambda: transcribe(path, cancel=cancel, **options)
+    )
     while not job.done():
         if await request.is_disconnected():
             cancel.set()
