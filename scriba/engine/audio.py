@@ -130,8 +130,7 @@ def _decode(source: AudioInput, sample_rate: int) -> tuple[np.ndarray, int]:
 
     handle = _open(source)
     try:
-        samples, rate = sf.read(handle, dtype="float32", always_2d=True)
-        return samples, rate
+        return _decode_in_pieces(sf.SoundFile(handle), sample_rate), sample_rate
     except Exception:  # libsndfile cannot read this container: try FFmpeg through PyAV
         if hasattr(handle, "seek"):
             handle.seek(0)
@@ -145,6 +144,26 @@ def _decode(source: AudioInput, sample_rate: int) -> tuple[np.ndarray, int]:
         raise AudioError(
             f"could not decode {describe(source)}: not a readable audio file ({type(e).__name__})"
         ) from None
+
+
+PIECE_FRAMES = 1 << 20  # about 20 s at 48 kHz: what is decoded at once
+
+
+def _decode_in_pieces(sound, sample_rate: int) -> np.ndarray:
+    """Decode, mix to mono and resample piece by piece, so a long file never exists whole at
+    its own rate and channel count (2 hours of 48 kHz stereo would be 2.8 GB of float32)."""
+    import soxr
+
+    with sound:
+        rate = sound.samplerate
+        stream = soxr.ResampleStream(rate, sample_rate, 1, dtype="float32") if rate != sample_rate else None
+        pieces = []
+        for block in sound.blocks(blocksize=PIECE_FRAMES, dtype="float32", always_2d=True):
+            mono = block.mean(axis=1) if block.shape[1] > 1 else block[:, 0]
+            pieces.append(stream.resample_chunk(mono) if stream else mono)
+        if stream is not None:
+            pieces.append(stream.resample_chunk(np.zeros(0, np.float32), last=True))
+    return np.concatenate(pieces).astype(np.float32, copy=False) if pieces else np.zeros(0, np.float32)
 
 
 def _decode_with_av(handle, sample_rate: int) -> np.ndarray:

@@ -113,3 +113,14 @@ def test_summary_inputs_are_bounded(tiny_bart, tmp_path, monkeypatch):
     assert ui.run_summary("", str(upload), model, 12, 0) == ui.run_summary(
         upload.read_text(), None, model, 12, 0
     )
+
+
+def test_scratch_folders_are_deleted_after_an_hour(monkeypatch):
+    import time as clock
+
+    first = uploads.scratch_folder("scriba-test-")
+    assert os.path.isdir(first)
+    later = clock.time() + uploads.KEEP_SECONDS + 1
+    monkeypatch.setattr(uploads.time, "time", lambda: later)
+    second = uploads.scratch_folder("scriba-test-")
+    assert not os.path.exists(first) and os.path.isdir(second)

@@ -104,3 +104,23 @@ def test_log_mel_is_torch_batched_and_equals_the_reference():
         padded[: len(window)] = window[: len(padded)]
         reference = extractor._np_extract_fbank_features(padded[None], "cpu")[0]
         assert np.abs(features - reference).max() < 1e-5
+
+
+def test_files_are_decoded_in_pieces_with_the_same_result(tmp_path, monkeypatch):
+    """Stereo 44.1 kHz decoded piece by piece (mono, resampled per piece) equals resampling the
+    whole mono signal at once."""
+    import numpy as np
+    import soundfile as sf
+    import soxr
+
+    import scriba.engine.audio as audio
+
+    rng = np.random.default_rng(0)
+    stereo = (0.1 * rng.standard_normal((44_100 * 3, 2))).astype(np.float32)
+    path = tmp_path / "stereo.wav"
+    sf.write(path, stereo, 44_100, subtype="FLOAT")
+    whole = soxr.resample(stereo.mean(axis=1), 44_100, 16_000)
+    monkeypatch.setattr(audio, "PIECE_FRAMES", 10_000)  # 14 pieces
+    pieces = audio.load_audio(str(path))
+    assert pieces.shape == whole.shape
+    np.testing.assert_allclose(pieces, whole, atol=1e-5)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import copy
 import html
 import os
-import tempfile
 import threading
 
 from scriba.app.live import LiveTranscript
 from scriba.app.ui.choices import model_arg
+from scriba.app.ui.uploads import scratch_folder
 
 STREAM_EVERY = 0.5  # how often the page sends microphone audio (the browser may send 0.1 s chunks)
 
@@ -84,7 +84,7 @@ def live_stop(session: LiveSession | None):
     live = session.stop() if session is not None else None
     if live is None or live.samples == 0:
         return live_html("", ""), "", None, None
-    path = os.path.join(tempfile.mkdtemp(prefix="scriba-live-"), "recording.wav")
+    path = os.path.join(scratch_folder("scriba-live-"), "recording.wav")
     sf.write(path, live.recording(), 16000, subtype="PCM_16")
     final = transcribe(path, **live.options).text
     return live_html(final, ""), final, gr.update(value=path, visible=True), None

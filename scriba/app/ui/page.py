@@ -73,7 +73,9 @@ def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER):
     models = whisper_choices(whisper_model)
     preload(models[0])
     summary_model = Summarizer(summarizer)
-    with gr.Blocks(title="Scriba") as demo:
+    # Gradio's own copies of uploads and results are deleted after an hour too.
+    keep = uploads.KEEP_SECONDS
+    with gr.Blocks(title="Scriba", delete_cache=(keep, keep)) as demo:
         gr.Markdown("# Scriba\nSpeech in, text out (Whisper); long text in, short text out (BART).")
         status = gr.Markdown(f"Loading Whisper {models[0]}…", elem_id="model-status")
         with gr.Tab("Transcribe"):

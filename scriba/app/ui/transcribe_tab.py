@@ -4,7 +4,6 @@ that seeks the player, a word view, and TXT/SRT/VTT/JSON downloads out."""
 from __future__ import annotations
 
 import os
-import tempfile
 
 from scriba.app.transcribe import transcribe
 from scriba.app.ui import uploads
@@ -66,7 +65,7 @@ def _show(result, audio_path: str, multilingual: bool, timestamps: bool, word_ti
 
 
 def _downloads(result, audio_path: str) -> list[str]:
-    folder = tempfile.mkdtemp(prefix="scriba-")
+    folder = uploads.scratch_folder("scriba-")
     stem = os.path.splitext(os.path.basename(audio_path))[0] or "transcript"
     return [write_transcript(result, fmt, folder, stem) for fmt in FORMATS]
 

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
+import threading
+import time
 
 from scriba.app.ui.text import say_duration
 from scriba.engine.audio import AudioError, probe_duration
@@ -15,6 +19,21 @@ MAX_AUDIO_SECONDS = 2 * 60 * 60
 MAX_TEXT_CHARS = 200_000
 
 log = logging.getLogger("scriba.ui")
+KEEP_SECONDS = 60 * 60  # downloads and recordings stay this long, then are deleted
+_folders: list[tuple[float, str]] = []  # this process's scratch folders, oldest first
+_folders_lock = threading.Lock()
+
+
+def scratch_folder(prefix: str) -> str:
+    """A new temporary folder for results to download; this process's folders older than
+    KEEP_SECONDS are deleted as new ones are made."""
+    now = time.time()
+    with _folders_lock:
+        while _folders and now - _folders[0][0] > KEEP_SECONDS:
+            shutil.rmtree(_folders.pop(0)[1], ignore_errors=True)
+        folder = tempfile.mkdtemp(prefix=prefix)
+        _folders.append((now, folder))
+    return folder
 
 
 def user_error(message: str):
