@@ -8,6 +8,7 @@ import threading
 import time
 
 import httpx
+import numpy as np
 import openai
 import pytest
 
@@ -177,3 +178,21 @@ def test_a_client_that_hangs_up_frees_its_blocks(server, tmp_path):
         time.sleep(0.05)
     assert manager.num_free() == manager.num_total(), time.time() - hung_up
     assert served.loop(None).pending == 0
+
+
+def test_only_served_models_and_the_least_recently_used_engine_goes(tiny_whispers):
+    from scriba.app import engines
+    from scriba.app.server.errors import APIError
+
+    english, multilingual = tiny_whispers["english"][0], tiny_whispers["multilingual"][0]
+    served = ServedModels([english, multilingual], None, max_loaded=1, num_kv_blocks=300)
+    assert served.resolve("whisper-1", "whisper") == english
+    with pytest.raises(APIError, match="not served here"):
+        served.resolve("openai/whisper-large-v3", "whisper")
+    first = served.loop(english)
+    assert first.generate(
+        [{"audio": (np.zeros(16000, np.float32), 16000)}], [scriba.SamplingParams(max_tokens=2)]
+    )
+    served.loop(multilingual)  # the English model's engine is closed and forgotten
+    assert not any(key[0] == english for key in engines._loops) and not first._thread.is_alive()
+    assert served.loop(english) is not first

@@ -248,3 +248,23 @@ def test_summarize_pasted_text(page):
     summary = page.locator("#summary textarea")
     page.wait_for_function("el => el.value.trim().length > 0", arg=summary.element_handle(), timeout=120_000)
     assert summary.input_value().strip()
+
+
+def test_closing_the_page_stops_its_transcription(browser, app_url, five_minutes):
+    from scriba.app.engines import get_loop
+
+    manager = get_loop(None).engine.block_manager
+    page = open_page(browser, app_url)
+    page.locator("input[type=file]").first.set_input_files(five_minutes)
+    page.wait_for_timeout(2000)
+    page.click("#transcribe-button")
+    deadline = time.time() + 30
+    while manager.num_free() == manager.num_total() and time.time() < deadline:
+        time.sleep(0.05)
+    assert manager.num_free() < manager.num_total()  # decoding for the page
+    page.context.close()
+    closed = time.time()
+    while manager.num_free() < manager.num_total() and time.time() < closed + 8:
+        time.sleep(0.1)
+    # the whole file takes ~12 s of decoding; its blocks are back well before
+    assert manager.num_free() == manager.num_total(), time.time() - closed

@@ -4,11 +4,13 @@ that seeks the player, a word view, and TXT/SRT/VTT/JSON downloads out."""
 from __future__ import annotations
 
 import os
+import threading
 
 from scriba.app.transcribe import transcribe
 from scriba.app.ui import uploads
 from scriba.app.ui.choices import describe_model, model_arg, whisper_facts
 from scriba.app.ui.text import clock, language_line, paragraphs, seconds_of
+from scriba.app.window_decoder import Cancelled
 from scriba.app.writers import FORMATS, write_transcript
 from scriba.engine.audio import SAMPLE_RATE, AudioError, load_audio
 
@@ -28,7 +30,14 @@ def run_transcription(
         samples = load_audio(audio_path)
     except (AudioError, FileNotFoundError) as e:
         raise uploads.user_error(f"Cannot read this audio: {e}") from None
-    report = None if progress is None else (lambda p: progress(p.fraction, desc=str(p)))
+    cancel, gone = threading.Event(), page_gone_check()
+
+    def report(p):  # heard every 0.5 s while windows decode
+        if gone():
+            cancel.set()
+        if progress is not None:
+            progress(p.fraction, desc=str(p))
+
     try:
         result = transcribe(
             (samples, SAMPLE_RATE),
@@ -37,11 +46,15 @@ def run_transcription(
             task=task,
             timestamps=bool(timestamps),
             word_timestamps=bool(word_timestamps),
-            progress=report or False,
+            progress=report,
+            cancel=cancel,
             **PRECISIONS.get(precision, {}),
         )
     except (OSError, ValueError) as e:
         raise uploads.user_error(str(e).splitlines()[0]) from None
+    except Cancelled:
+        uploads.log.info("the page went away: its transcription was stopped")
+        raise uploads.user_error("Stopped: the page went away.") from None
     return _show(result, audio_path, whisper_facts(model).multilingual, timestamps, word_timestamps)
 
 
@@ -92,3 +105,22 @@ def seek_to_segment(event):
     if not row:
         return gr.update()
     return gr.update(playback_position=seconds_of(row[0]))
+
+
+def page_gone_check():
+    """A function telling whether the page that started this Gradio event has gone away
+    (closed, reloaded): Gradio marks the event's job not alive then. Outside an event: never."""
+    try:
+        from gradio.context import LocalContext
+
+        blocks, event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
+    except ImportError:
+        return lambda: False
+    if blocks is None or event_id is None:
+        return lambda: False
+
+    def gone() -> bool:
+        jobs = [job for batch in blocks._queue.active_jobs if batch for job in batch if job._id == event_id]
+        return bool(jobs) and not jobs[0].alive
+
+    return gone
