@@ -28,6 +28,10 @@ class EngineBusy(RuntimeError):
     """The loop holds `max_pending` requests already: try again later."""
 
 
+class EngineClosed(RuntimeError):
+    """The loop was closed (its model evicted or the server stopping): ask again."""
+
+
 class EngineLoop:
     def __init__(self, engine, max_pending: int | None = None):
         self.engine, self.max_pending = engine, max_pending
@@ -63,6 +67,8 @@ class EngineLoop:
         log-mel never stall the loop), and queue them: one Future per request, resolved with
         its RequestOutput; until then its `partial` attribute holds the latest unfinished output.
         A bad prompt raises here (none of them run); a full loop raises EngineBusy."""
+        if self._closed:
+            raise EngineClosed("the engine loop was closed")
         if self.max_pending is not None and self.pending + len(prompts) > self.max_pending:
             raise EngineBusy(f"the engine has {self.pending} requests pending (at most {self.max_pending})")
         requests = []
@@ -106,7 +112,7 @@ class EngineLoop:
             except Exception as e:  # noqa: BLE001 - the loop must live: fail what is pending, go on
                 log.exception("engine loop: unexpected error; failing the pending requests")
                 self._fail_all(e)
-        self._fail_all(RuntimeError("the engine loop was closed"))
+        self._fail_all(EngineClosed("the engine loop was closed"))
 
     def _take_work(self) -> tuple[list, list[str]]:
         """Under the lock: new calls and cancellations."""

@@ -9,10 +9,18 @@ from __future__ import annotations
 
 import threading
 
-from scriba.app.engine_loop import EngineBusy, EngineLoop
+from scriba.app.engine_loop import EngineBusy, EngineClosed, EngineLoop
 from scriba.engine.engine import Engine
 
-__all__ = ["EngineBusy", "EngineLoop", "check_options", "get_loop", "get_engine", "close_loops"]
+__all__ = [
+    "EngineBusy",
+    "EngineClosed",
+    "EngineLoop",
+    "check_options",
+    "get_loop",
+    "get_engine",
+    "close_loops",
+]
 
 _loops: dict[tuple, "EngineLoop"] = {}
 _lock = threading.Lock()

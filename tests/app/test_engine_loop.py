@@ -93,3 +93,14 @@ def test_a_short_request_is_not_stuck_behind_a_long_files_windows(loop):
     finished_before = sum(f.done() for f in long)
     assert finished_before < 20, finished_before
     assert all(f.result(timeout=300).finished for f in long)
+
+
+def test_a_closed_loop_answers_every_caller(tiny_whispers):
+    from scriba.app.engine_loop import EngineClosed
+
+    loop = EngineLoop(Engine(tiny_whispers["english"][0], num_kv_blocks=600))
+    waiting = loop.submit(clips(3), [SamplingParams(max_tokens=200, min_tokens=200)] * 3)
+    loop.close()
+    assert all(isinstance(f.exception(timeout=5), EngineClosed) for f in waiting)  # none hangs
+    with pytest.raises(EngineClosed):
+        loop.submit(clips(1), [SamplingParams(max_tokens=2)])

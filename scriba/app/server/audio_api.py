@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import StreamingResponse
 
-from scriba.app.engines import EngineBusy
+from scriba.app.engines import EngineBusy, EngineClosed
 from scriba.app.server.errors import APIError
 from scriba.app.server.responses import FORMATS, delta_event, done_event, render
 from scriba.app.server.uploads import remove, save_upload
@@ -71,6 +71,10 @@ async def _run(request: Request, path: str, options: dict):
         raise APIError(400, "the client went away") from None
     except EngineBusy as e:
         raise APIError(429, f"busy: {e}", code="rate_limit_exceeded", retry_after=2) from None
+    except EngineClosed as e:
+        raise APIError(
+            503, f"unavailable: {e}; try again", code="engine_unavailable", retry_after=1
+        ) from None
     except (ValueError, TypeError) as e:
         param = "language" if "language" in str(e) else None
         raise APIError(400, str(e).splitlines()[0], param) from None

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from scriba.app.engines import EngineBusy
+from scriba.app.engines import EngineBusy, EngineClosed
 from scriba.app.server.errors import APIError
 from scriba.app.summarize import summarize
 
@@ -32,6 +32,10 @@ async def summaries(request: Request, body: SummaryRequest):
         )
     except EngineBusy as e:
         raise APIError(429, f"busy: {e}", code="rate_limit_exceeded", retry_after=2) from None
+    except EngineClosed as e:
+        raise APIError(
+            503, f"unavailable: {e}; try again", code="engine_unavailable", retry_after=1
+        ) from None
     except (ValueError, TypeError, OSError) as e:
         raise APIError(400, str(e).splitlines()[0], "input") from None
     return {"object": "summary", "model": served.name(model), "summary": summary}
