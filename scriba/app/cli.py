@@ -53,6 +53,16 @@ def build_parser() -> argparse.ArgumentParser:
         prog="scriba", description="Scriba: encoder/decoder inference (BART, Whisper)."
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_generate(sub)
+    _add_transcribe(sub)
+    _add_summarize(sub)
+    _add_ui(sub)
+    _add_serve(sub)
+    _add_download(sub)
+    return parser
+
+
+def _add_generate(sub) -> None:
     gen = sub.add_parser("generate", help="run an encoder/decoder model on texts")
     gen.add_argument("model", help="Hugging Face hub id or local checkpoint folder")
     gen.add_argument("texts", nargs="*", help="input texts (default: one per line from stdin)")
@@ -63,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_engine_options(gen)
     gen.add_argument("--json", action="store_true", help="print one JSON object per input")
 
+
+def _add_transcribe(sub) -> None:
     tr = sub.add_parser(
         "transcribe", help="transcribe audio files (default model: the bundled Whisper tiny.en)"
     )
@@ -91,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--output-dir", default=None, help="write <file stem>.<format> there instead of printing")
     add_engine_options(tr)
 
+
+def _add_summarize(sub) -> None:
     sm = sub.add_parser("summarize", help="summarize a text file, or standard input with -")
     sm.add_argument("file", help="a text file, or - for standard input")
     sm.add_argument("--model", default="facebook/bart-large-cnn")
@@ -98,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--min-length", type=int, default=None)
     add_engine_options(sm)
 
+
+def _add_ui(sub) -> None:
     ui = sub.add_parser("ui", help="start the web app (Gradio)")
     ui.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
     ui.add_argument("--port", type=int, default=7860)
@@ -110,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
         "default: the bundled tiny.en)",
     )
     ui.add_argument("--summarizer", default="facebook/bart-large-cnn")
+
+
+def _add_serve(sub) -> None:
     sv = sub.add_parser("serve", help="an OpenAI-compatible server (/v1/audio/transcriptions, ...)")
     sv.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
     sv.add_argument("--port", type=int, default=8000)
@@ -120,11 +139,13 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--max-loaded", type=int, default=2, help="engines kept loaded (least recently used go)")
     sv.add_argument("--ui", action="store_true", help="also mount the web app at /ui")
     add_engine_options(sv)
+
+
+def _add_download(sub) -> None:
     dl = sub.add_parser("download", help="fetch a model from the Hugging Face hub for offline use")
     dl.add_argument("model", help="hub id, e.g. facebook/bart-large-cnn or openai/whisper-small")
     dl.add_argument("--revision", default=None, help="branch, tag or commit")
     dl.add_argument("--to", default=None, help="a folder to put it in (default: the Hugging Face cache)")
-    return parser
 
 
 def run_serve(args: argparse.Namespace) -> int:
