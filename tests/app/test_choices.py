@@ -1,6 +1,8 @@
 """The page's choices follow the models: languages and tasks from the Whisper model itself, and
 the summarizer's availability found without loading it."""
 
+import pytest
+
 from scriba.app.ui.choices import BUNDLED, Summarizer, describe_model, model_arg, whisper_facts
 from scriba.app.ui.transcribe_tab import follow_model
 from scriba.models.loader import model_availability
@@ -37,3 +39,19 @@ def test_summarizer_availability(tiny_bart):
     state, why = model_availability("scriba-tests/no-such-model-9f3b")
     assert state == "missing" and ("cannot be reached" in why or "has no model" in why)
     assert model_availability("/no/such/bart") == ("missing", "there is no folder '/no/such/bart'")
+
+
+def test_the_model_box_offers_only_the_models_the_app_was_started_with():
+    import gradio as gr
+
+    from scriba.app.ui.page import _options, whisper_choices
+
+    assert whisper_choices(None) == [BUNDLED] and whisper_choices(["openai/whisper-small", None]) == [
+        "openai/whisper-small",
+        BUNDLED,
+    ]
+    with gr.Blocks():
+        box = _options([BUNDLED, "openai/whisper-small"])[0]
+    assert [c[1] for c in box.choices] == [BUNDLED, "openai/whisper-small"]
+    with pytest.raises(gr.Error):  # a value from outside the list (e.g. through the API) is refused
+        box.preprocess("some-org/any-checkpoint")
