@@ -14,6 +14,7 @@ them into the running batch and steps. It is built not to lose anyone:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import threading
@@ -226,10 +227,8 @@ class EngineLoop:
                     f.set_exception(error)
         self._queue.clear()
         for rid, f in list(self._futures.items()):
-            try:
+            with contextlib.suppress(Exception):  # the engine may be what broke; the callers hear anyway
                 self.engine.abort(rid)
-            except Exception:  # noqa: BLE001 - the engine may be what broke; the callers hear anyway
-                pass
             f.set_exception(error)
         self._futures.clear()
         self._requests.clear()

@@ -93,9 +93,7 @@ def transcribe(
     """
     check_options(engine_config, transcribe)
     temperatures = _check_options(mode, beam_size, temperature, on_error)
-    align = word_timestamps or hallucination_silence_threshold is not None
-    if align and beam_size > 1:
-        raise ValueError("word_timestamps and hallucination_silence_threshold need beam_size=1")
+    align = _needs_alignment(word_timestamps, hallucination_silence_threshold, beam_size)
     vad = VadOptions.from_user(vad_parameters)
     single = not isinstance(audio, (list, tuple)) or is_audio_pair(audio)
     report = reporter(progress)
@@ -108,17 +106,38 @@ def transcribe(
     )
     decoder = WindowDecoder(loop, task, timestamps, temperatures, guards, beam_size, report, align, cancel)
     prompt_ids = decoder.text_ids(initial_prompt)
-    say(Progress("reading audio"))
-    waves, errors = _load_all([audio] if single else list(audio), single or on_error == "raise")
-    say(Progress("finding speech"))
-    files = [_File(w, vad_filter, vad, language, prompt_ids) for w in waves]
-    for i, f in enumerate(files):
-        f.announce = (lambda segs, i=i: on_segments(i, segs)) if on_segments else None
-    say(Progress("transcribing"))
-    (_batched if mode == "batched" else _sequential)(decoder, files, condition_on_previous_text)
-    say(Progress("done", decoder.finished, decoder.finished))
+    sources = [audio] if single else list(audio)
+    plan = (vad_filter, vad, language, prompt_ids)
+    files, errors = _prepare(sources, single or on_error == "raise", plan, on_segments, say)
+    _decode(decoder, files, mode, condition_on_previous_text, say)
     results = [errors.get(i) or f.finish(word_timestamps) for i, f in enumerate(files)]
     return results[0] if single else results
+
+
+def _needs_alignment(word_timestamps: bool, hallucination_silence_threshold, beam_size: int) -> bool:
+    """Whether windows need their cross-attention alignment (greedy decoding only)."""
+    align = word_timestamps or hallucination_silence_threshold is not None
+    if align and beam_size > 1:
+        raise ValueError("word_timestamps and hallucination_silence_threshold need beam_size=1")
+    return align
+
+
+def _prepare(sources: list, raise_errors: bool, plan: tuple, on_segments, say):
+    """The files to decode (read, their speech found) and the error entries of unreadable ones.
+    `plan`: (vad_filter, vad options, language, prompt ids)."""
+    say(Progress("reading audio"))
+    waves, errors = _load_all(sources, raise_errors)
+    say(Progress("finding speech"))
+    files = [_File(w, *plan) for w in waves]
+    for i, f in enumerate(files):  # on_segments hears which file's segments they are
+        f.announce = (lambda segs, i=i: on_segments(i, segs)) if on_segments else None
+    return files, errors
+
+
+def _decode(decoder: WindowDecoder, files: list, mode: str, condition: bool, say) -> None:
+    say(Progress("transcribing"))
+    (_batched if mode == "batched" else _sequential)(decoder, files, condition)
+    say(Progress("done", decoder.finished, decoder.finished))
 
 
 def _load_all(sources: list, raise_errors: bool) -> tuple[list[np.ndarray], dict[int, Transcription]]:

@@ -8,6 +8,7 @@ ones Hugging Face's Whisper models were trained and evaluated with.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import os
@@ -71,13 +72,11 @@ def probe_duration(path: str | os.PathLike, name: str | None = None) -> float | 
     path = _open(path)
     if os.path.getsize(path) == 0:
         raise AudioError(f"{name} is an empty file")
-    try:
-        import soundfile as sf
+    import soundfile as sf
 
+    with contextlib.suppress(Exception):  # not a libsndfile format: FFmpeg's demuxer (PyAV) is asked next
         info = sf.info(path)
         return info.frames / info.samplerate if info.samplerate else None
-    except Exception:  # not a libsndfile format: ask FFmpeg's demuxer (PyAV)
-        pass
     try:
         import av
 
@@ -121,7 +120,8 @@ def _open(source: AudioInput):
     if hasattr(source, "read"):
         return io.BytesIO(source.read())
     raise AudioError(
-        f"cannot read audio from a {type(source).__name__}: give a path, bytes, a file object or (array, sample_rate)"
+        f"cannot read audio from a {type(source).__name__}: "
+        "give a path, bytes, a file object or (array, sample_rate)"
     )
 
 

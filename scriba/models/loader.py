@@ -51,19 +51,15 @@ def _why_not_found(model: str, error: Exception) -> str:
 def model_availability(model: str, revision: str | None = None, timeout: float = 5.0) -> tuple[str, str]:
     """Whether `model` can be loaded here, without loading it: ("local", folder) for a folder
     or a cached hub repo, ("hub", "") when the hub has it, ("missing", one sentence why) else."""
-    from huggingface_hub import model_info, snapshot_download
+    from huggingface_hub import model_info
 
     if os.path.isdir(model):
         return "local", model
     if os.path.isabs(model) or model.startswith(("./", "../", "~")):
         return "missing", f"there is no folder {model!r}"
-    try:
-        found = snapshot_download(
-            model, revision=revision, allow_patterns=["config.json"], local_files_only=True
-        )
-        return "local", found
-    except Exception:
-        pass
+    cached = _cached_snapshot(model, revision)
+    if cached is not None:
+        return "local", cached
     try:
         model_info(model, revision=revision, timeout=timeout)
         return "hub", ""
@@ -75,6 +71,18 @@ def model_availability(model: str, revision: str | None = None, timeout: float =
         if isinstance(e, HfHubHTTPError) and getattr(e, "response", None) is not None:
             return "missing", _why_not_found(model, e)
         return "missing", _why_not_found(model, LocalEntryNotFoundError("the hub cannot be reached"))
+
+
+def _cached_snapshot(model: str, revision: str | None) -> str | None:
+    """The folder of `model` in the Hugging Face cache, or None when it is not there."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return snapshot_download(
+            model, revision=revision, allow_patterns=["config.json"], local_files_only=True
+        )
+    except Exception:  # noqa: BLE001 - not cached (or not a valid repo id): the hub is asked next
+        return None
 
 
 def download_model(model: str, revision: str | None = None, folder: str | None = None) -> str:

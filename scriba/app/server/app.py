@@ -28,6 +28,7 @@ class ServerSettings:
 def create_app(served: ServedModels, settings: ServerSettings | None = None, preload: bool = True) -> FastAPI:
     app = FastAPI(title="Scriba", docs_url=None, redoc_url=None)
     app.state.served, app.state.settings = served, settings or ServerSettings()
+    served.max_pending = app.state.settings.max_pending
     metrics = Metrics()
     errors.install(app)
     app.state.metrics = metrics

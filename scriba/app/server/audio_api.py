@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import StreamingResponse
 
 from scriba.app.engines import EngineBusy, EngineClosed
-from scriba.app.server.errors import APIError
+from scriba.app.server.errors import APIError, engine_unavailable
 from scriba.app.server.responses import FORMATS, delta_event, done_event, render
 from scriba.app.server.uploads import remove, save_upload
 from scriba.app.transcribe import transcribe
@@ -26,7 +26,7 @@ DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # OpenAI's temperature 0:
 
 
 def _options(request: Request, task, model, language, prompt, fmt, temperature, granularities) -> dict:
-    served, settings = request.app.state.served, request.app.state.settings
+    served = request.app.state.served
     if fmt not in FORMATS:
         raise APIError(
             400, f"response_format must be one of {', '.join(FORMATS)}, got {fmt!r}", "response_format"
@@ -41,8 +41,7 @@ def _options(request: Request, task, model, language, prompt, fmt, temperature, 
             "timestamp_granularities[]",
         )
     whisper = served.resolve(model, "whisper")
-    loop = served.loop(whisper)
-    loop.max_pending = settings.max_pending
+    served.loop(whisper)  # counts as a use: the least recently used engine goes first
     return dict(
         model=whisper,
         language=language or None,
@@ -69,12 +68,8 @@ async def _run(request: Request, path: str, options: dict):
         return await job
     except Cancelled:
         raise APIError(400, "the client went away") from None
-    except EngineBusy as e:
-        raise APIError(429, f"busy: {e}", code="rate_limit_exceeded", retry_after=2) from None
-    except EngineClosed as e:
-        raise APIError(
-            503, f"unavailable: {e}; try again", code="engine_unavailable", retry_after=1
-        ) from None
+    except (EngineBusy, EngineClosed) as e:
+        raise engine_unavailable(e) from None
     except (ValueError, TypeError) as e:
         param = "language" if "language" in str(e) else None
         raise APIError(400, str(e).splitlines()[0], param) from None

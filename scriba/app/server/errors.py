@@ -51,6 +51,15 @@ class APIError(Exception):
         return JSONResponse(body, status_code=self.status, headers=headers)
 
 
+def engine_unavailable(error: Exception) -> APIError:
+    """An engine that cannot take a request now: full (429) or closed (503), with Retry-After."""
+    from scriba.app.engines import EngineBusy
+
+    if isinstance(error, EngineBusy):
+        return APIError(429, f"busy: {error}", code="rate_limit_exceeded", retry_after=2)
+    return APIError(503, f"unavailable: {error}; try again", code="engine_unavailable", retry_after=1)
+
+
 async def api_error(request: Request, error: APIError) -> JSONResponse:
     log.info("%s %s -> %d: %s", request.method, request.url.path, error.status, error.message)
     return error.response()

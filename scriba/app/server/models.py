@@ -18,6 +18,7 @@ class ServedModels:
     def __init__(self, whisper: list, summarizer: str | None, allow=(), max_loaded: int = 2, **engine_config):
         self.whisper = [m or None for m in whisper] or [None]
         self.summarizer, self.max_loaded = summarizer, max_loaded
+        self.max_pending: int | None = None  # per engine, set by the server (ServerSettings)
         self.engine_config = engine_config
         self.allowed = (
             {self.name(m) for m in self.whisper} | set(allow) | ({summarizer} if summarizer else set())
@@ -54,7 +55,9 @@ class ServedModels:
                 self._recent.pop(old)
         for old in evict:
             close_loops(old)
-        return get_loop(model, **self.engine_config)
+        loop = get_loop(model, **self.engine_config)
+        loop.max_pending = self.max_pending
+        return loop
 
     def listing(self) -> list[dict]:
         names = [WHISPER_ALIAS] + sorted(self.allowed)

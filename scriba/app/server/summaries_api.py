@@ -8,7 +8,7 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from scriba.app.engines import EngineBusy, EngineClosed
-from scriba.app.server.errors import APIError
+from scriba.app.server.errors import APIError, engine_unavailable
 from scriba.app.summarize import summarize
 
 router = APIRouter()
@@ -25,17 +25,13 @@ class SummaryRequest(BaseModel):
 async def summaries(request: Request, body: SummaryRequest):
     served = request.app.state.served
     model = served.resolve(body.model, "summarizer")
-    served.loop(model).max_pending = request.app.state.settings.max_pending
+    served.loop(model)  # counts as a use: the least recently used engine goes first
     try:
         summary = await run_in_threadpool(
             summarize, body.input, model, body.max_length, body.min_length, **served.engine_config
         )
-    except EngineBusy as e:
-        raise APIError(429, f"busy: {e}", code="rate_limit_exceeded", retry_after=2) from None
-    except EngineClosed as e:
-        raise APIError(
-            503, f"unavailable: {e}; try again", code="engine_unavailable", retry_after=1
-        ) from None
+    except (EngineBusy, EngineClosed) as e:
+        raise engine_unavailable(e) from None
     except (ValueError, TypeError, OSError) as e:
         raise APIError(400, str(e).splitlines()[0], "input") from None
     return {"object": "summary", "model": served.name(model), "summary": summary}

@@ -4,6 +4,7 @@ so a 200 MB file that would decode to 18 GB never does. The file is deleted when
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 
@@ -34,10 +35,8 @@ async def save_upload(upload: UploadFile, max_bytes: int, max_seconds: float) ->
 
 
 def remove(path: str) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):  # already gone is as good as removed
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def _checked_duration(path: str, name: str, max_seconds: float) -> float | None:
