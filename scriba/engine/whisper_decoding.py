@@ -32,8 +32,8 @@ class AudioPlan:
     timestamps: bool
 
 
-def language_code(language: str, tokens) -> str:
-    """'en', 'English' or 'english' -> 'en'; a clear error for anything the model lacks."""
+def whisper_language_code(language: str) -> str:
+    """'en', 'English' or 'english' -> 'en' for any language Whisper knows; else a clear error."""
     from transformers.models.whisper.tokenization_whisper import LANGUAGES, TO_LANGUAGE_CODE
 
     if not isinstance(language, str):
@@ -42,6 +42,14 @@ def language_code(language: str, tokens) -> str:
     code = TO_LANGUAGE_CODE.get(code, code)
     if code not in LANGUAGES:
         raise ValueError(f"unknown language {language!r}: use a code like 'de' or a name like 'German'")
+    return code
+
+
+def language_code(language: str, tokens) -> str:
+    """`language` as this model's code; a clear error for anything the model lacks."""
+    from transformers.models.whisper.tokenization_whisper import LANGUAGES
+
+    code = whisper_language_code(language)
     if not tokens.is_multilingual:
         if code != "en":
             name = LANGUAGES[code].title()

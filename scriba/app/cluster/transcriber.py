@@ -1,0 +1,75 @@
+"""The two stages `scriba batch` runs on Ray Data: read each file's bytes (tasks), then
+transcribe many files per engine batch (a pool of actors, one engine each).
+
+Rows cross Ray as {"path", "row"} with the row as a JSON string: transcripts differ in shape
+(words or not, an error or not), and JSON keeps Arrow from having to unify their schemas.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+
+def read_files(batch: dict[str, np.ndarray]) -> dict[str, list]:
+    """{"path"} -> {"path", "data" (the file's bytes), "error" ("" when read)}."""
+    datas, errors = [], []
+    for path in batch["path"]:
+        try:
+            datas.append(_read(str(path)))
+            errors.append("")
+        except OSError as e:
+            datas.append(b"")
+            errors.append(f"cannot read {path}: {e.strerror or e}")
+    return {"path": list(batch["path"]), "data": datas, "error": errors}
+
+
+def _read(path: str) -> bytes:
+    if "://" in path:  # s3://, gs://, ...: opened by pyarrow's filesystems, as Ray's readers do
+        import pyarrow.fs
+
+        fs, inner = pyarrow.fs.FileSystem.from_uri(path)
+        with fs.open_input_stream(inner) as f:
+            return f.readall()
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class Transcriber:
+    """One engine per actor (a GPU, or some CPU threads); each call transcribes a batch of files
+    together, so their windows share engine steps. Calls may overlap (the actor's threads share
+    one engine loop), which keeps the batch full while one call finishes its last windows."""
+
+    def __init__(self, model: str | None, options: dict, engine_config: dict):
+        from scriba.app.engines import get_loop
+
+        self.model, self.options, self.engine_config = model, options, engine_config
+        get_loop(model, **engine_config)  # load now: the first batch should not wait for it
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list]:
+        paths = [str(p) for p in batch["path"]]
+        results = {i: error_row(p, e) for i, (p, e) in enumerate(zip(paths, batch["error"])) if e}
+        readable = [i for i in range(len(paths)) if i not in results]
+        for i, result in zip(readable, self._transcribe([bytes(batch["data"][i]) for i in readable])):
+            results[i] = {**error_row(paths[i], ""), **result}
+        return {"path": paths, "row": [json.dumps(results[i], ensure_ascii=False) for i in range(len(paths))]}
+
+    def _transcribe(self, audios: list[bytes]) -> list[dict]:
+        """Transcripts as dicts; a file that cannot be read or decoded gets its error, and a
+        batch that fails as a whole is tried file by file, so one bad file fails alone."""
+        from scriba.app.transcribe import transcribe
+
+        if not audios:
+            return []
+        run = dict(model=self.model, on_error="report", **self.options, **self.engine_config)
+        try:
+            return [r.to_dict() for r in transcribe(audios, **run)]
+        except Exception as e:  # recorded in its row; the job goes on
+            if len(audios) == 1:
+                return [{"error": f"{type(e).__name__}: {e}".splitlines()[0]}]
+        return [self._transcribe([audio])[0] for audio in audios]
+
+
+def error_row(path: str, error: str) -> dict:
+    return {"path": path, "text": None, "language": None, "duration": None, "segments": [], "error": error}
