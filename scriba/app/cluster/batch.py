@@ -39,8 +39,9 @@ class BatchReport:
 
     def line(self, output: str) -> str:
         rate = self.done / self.seconds if self.seconds else 0.0
+        files = f"{self.done} file{'s' * (self.done != 1)}"
         return (
-            f"{self.done} files in {self.seconds:.1f} s ({rate:.2f} files/s), {self.failed} failed, "
+            f"{files} in {self.seconds:.1f} s ({rate:.2f} files/s), {self.failed} failed, "
             f"{self.skipped} already done -> {output}"
         )
 
@@ -53,7 +54,7 @@ def run_batch(inputs, output, model=None, options=None, engine_config=None, plan
     paths = expand_inputs(inputs)
     todo = [p for p in paths if p not in results.finished()]
     missing = [p for p in todo if not is_remote(p) and not os.path.isfile(p)]
-    results.open()
+    results.open(set(todo))
     failed = 0
     try:
         for path in missing:

@@ -1,8 +1,8 @@
 """`scriba batch`'s output: one row per file in OUT.jsonl or OUT.parquet, resumable.
 
 Rows are appended (and flushed) as files finish, so a stopped job loses nothing written. A rerun
-keeps the rows of finished files and skips those files; files that failed are tried again, and
-their old rows dropped, so every file has exactly one row. Parquet cannot be appended to: its
+keeps the rows of finished files and skips those files; files that failed and are given again
+are tried again, their old rows dropped, so every file has exactly one row. Parquet cannot be appended to: its
 rows gather in OUT.parquet.partial.jsonl and become OUT.parquet when the job ends.
 """
 
@@ -21,20 +21,20 @@ class ResultsFile:
         self.path = path
         self.parquet = path.endswith(".parquet")
         self.journal = path + ".partial.jsonl" if self.parquet else path
-        self.kept = self._finished_rows()
+        self.rows = self._rows()
         self._out = None
 
     def finished(self) -> set[str]:
         """Paths that already have a transcript (rows without an error)."""
-        return set(self.kept)
+        return {path for path, row in self.rows.items() if not row.get("error")}
 
-    def open(self) -> None:
-        """Start writing: the journal is rewritten with the kept rows only (no failed rows, no
-        line torn by a stopped job), then rows are appended to it."""
+    def open(self, redo: set[str]) -> None:
+        """Start writing: the journal is rewritten without the rows of the files in `redo` (and
+        without a line torn by a stopped job), then rows are appended to it."""
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         tmp = self.journal + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
-            f.writelines(_line(row) for row in self.kept.values())
+            f.writelines(_line(row) for path, row in self.rows.items() if path not in redo)
         os.replace(tmp, self.journal)
         self._out = open(self.journal, "a", encoding="utf-8")
 
@@ -54,14 +54,15 @@ class ResultsFile:
             os.replace(self.path + ".tmp", self.path)
             os.remove(self.journal)
 
-    def _finished_rows(self) -> dict[str, dict]:
+    def _rows(self) -> dict[str, dict]:
+        """path -> its row, from an earlier run (Parquet, then a stopped run's journal)."""
         rows = {}
         if self.parquet and os.path.exists(self.path):
             import pyarrow.parquet as pq
 
             rows = {row["path"]: row for row in pq.read_table(self.path).to_pylist()}
         rows.update(_read_jsonl(self.journal))
-        return {path: row for path, row in rows.items() if not row.get("error")}
+        return rows
 
 
 def read_rows(path: str) -> list[dict]:

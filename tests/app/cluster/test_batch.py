@@ -1,0 +1,137 @@
+"""`scriba batch` on a local Ray with 2 CPU workers, over a folder of real speech (cuts of
+jfk.flac in several formats, and one broken file): one row per file, each equal to transcribe()
+of that file here; a worker killed mid-job changes nothing; a rerun does only what is left."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+import scriba
+from scriba.app.cluster.results_file import read_rows
+
+JFK = os.path.join(os.path.dirname(__file__), "..", "..", "..", "assets", "jfk.flac")
+CUTS = [(0.0, 2.5), (2.2, 8.1), (8.1, 11.0), (0.0, 8.1), (2.2, 11.0), (0.0, 11.0)]
+FORMATS = [("wav", "PCM_16"), ("flac", "PCM_16"), ("ogg", "VORBIS")]
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory):
+    """A folder of 12 clips (6 cuts x 2 gains, 3 formats) and a broken .wav."""
+    folder = tmp_path_factory.mktemp("clips")
+    audio, rate = sf.read(JFK, dtype="float32")
+    for k, ((start, end), gain) in enumerate((c, g) for g in (1.0, 0.6) for c in CUTS):
+        fmt, subtype = FORMATS[k % 3]
+        piece = gain * audio[int(start * rate) : int(end * rate)]
+        sf.write(folder / f"clip{k:02d}.{fmt}", piece, rate, subtype=subtype)
+    (folder / "broken.wav").write_bytes(b"this is not audio")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def expected(clips):
+    """path -> transcribe() of that file in this process."""
+    paths = sorted(str(p) for p in clips.iterdir() if p.name != "broken.wav")
+    return {p: scriba.transcribe(p).to_dict() for p in paths}
+
+
+def batch(*args, wait=True):
+    command = [sys.executable, "-m", "scriba.app.cli", "batch", *map(str, args)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:
+        return process
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err[-3000:]
+    return err
+
+
+def assert_rows_match(rows, expected, broken):
+    """One row per file; each transcript equals this process's; the broken file has its error."""
+    by_path = {}
+    for row in rows:
+        assert row["path"] not in by_path, f"{row['path']} has two rows"
+        by_path[row["path"]] = row
+    assert set(by_path) == set(expected) | {broken}
+    assert "not a readable audio file" in by_path[broken]["error"]
+    for path, want in expected.items():
+        got = by_path[path]
+        assert got["error"] is None
+        for key in ("text", "language", "duration"):
+            assert got[key] == want[key], (path, key)
+        assert [(s["start"], s["end"], s["text"], s["tokens"]) for s in got["segments"]] == [
+            (s["start"], s["end"], s["text"], s["tokens"]) for s in want["segments"]
+        ]
+        # Two 1-thread workers against 2 threads here: sums in another order, equal to ~1e-5
+        logprobs = [[s["avg_logprob"] for s in r["segments"]] for r in (got, want)]
+        np.testing.assert_allclose(*logprobs, atol=1e-3)
+
+
+def test_a_folder_gives_one_row_per_file_and_a_rerun_does_only_what_is_left(clips, expected, tmp_path):
+    out = tmp_path / "out.jsonl"
+    batch(clips, "--output", out, "--workers", 2, "--files-per-batch", 2)
+    broken = str(clips / "broken.wav")
+    assert_rows_match(read_rows(str(out)), expected, broken)
+
+    before = {r["path"]: r for r in read_rows(str(out))}
+    err = batch(clips, "--output", out, "--workers", 2)  # nothing left but the broken file
+    assert "1 file in" in err and "12 already done" in err
+    assert_rows_match(read_rows(str(out)), expected, broken)
+
+    # Two rows lost (as if the job had stopped), a torn last line: only those two are redone
+    lost = sorted(expected)[:2]
+    kept = [r for p, r in before.items() if p not in lost]
+    with open(out, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in kept)
+        f.write('{"path": "torn')
+    manifest = tmp_path / "files.txt"
+    manifest.write_text("# the folder again, as a manifest\n" + "\n".join(sorted(expected)) + "\n")
+    err = batch(manifest, "--output", out, "--workers", 2)
+    assert "2 files in" in err and "10 already done" in err
+    rows = read_rows(str(out))
+    assert_rows_match(rows, expected, broken)  # the broken file's row stays: it was not given again
+    assert [r for r in rows if r["path"] not in lost] == [before[p] for p in before if p not in lost]
+
+
+def test_a_worker_killed_mid_job_leaves_every_file_transcribed_once(clips, expected, tmp_path):
+    out = tmp_path / "out.parquet"
+    job = batch(clips, "--output", out, "--workers", 2, "--files-per-batch", 1, wait=False)
+    journal = str(out) + ".partial.jsonl"
+    deadline = time.monotonic() + 240
+    while not (os.path.exists(journal) and _row_count(journal) >= 1):
+        assert job.poll() is None and time.monotonic() < deadline, job.stderr.read()[-3000:]
+        time.sleep(0.05)
+    victims = _transcriber_pids()
+    assert victims, "no worker process found"
+    os.kill(victims[0], signal.SIGKILL)
+    rows_at_kill = _row_count(journal)
+    out_text, err = job.communicate(timeout=300)
+    assert job.returncode == 0, err[-3000:]
+    assert rows_at_kill < len(expected) + 1, "the job had already finished"
+    assert_rows_match(read_rows(str(out)), expected, str(clips / "broken.wav"))
+    assert not os.path.exists(journal)
+
+
+def _row_count(path: str) -> int:
+    with open(path) as f:
+        return sum(1 for line in f if line.endswith("\n"))
+
+
+def _transcriber_pids() -> list[int]:
+    """Ray names its worker processes after their actors: ray::MapWorker(MapBatches(Transcriber))."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"MapBatches(Transcriber)" in f.read():
+                    pids.append(int(pid))
+        except OSError:
+            continue
+    return sorted(pids)

@@ -1,0 +1,74 @@
+"""`scriba serve --ray`: the OpenAI-compatible server as a Ray Serve deployment (2 replicas on a
+local Ray), answering the official `openai` client as the plain server does."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from openai import OpenAI
+
+import scriba
+
+JFK = os.path.join(os.path.dirname(__file__), "..", "..", "..", "assets", "jfk.flac")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served():
+    port = free_port()
+    command = [sys.executable, "-m", "scriba.app.cli", "serve", "--ray", "--replicas", "2"]
+    command += ["--port", str(port), "--api-key", "k"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while True:
+        assert process.poll() is None, process.stderr.read()[-3000:]
+        assert time.monotonic() < deadline, "the deployment did not come up"
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
+            break
+        except OSError:
+            time.sleep(0.5)
+    yield port, process
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=60)
+
+
+def test_the_deployment_answers_the_openai_client(served):
+    port, _ = served
+    client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0)
+    want = scriba.transcribe(JFK)
+    for _ in range(4):  # several requests: the proxy spreads them over the replicas
+        with open(JFK, "rb") as f:
+            got = client.audio.transcriptions.create(
+                model="whisper-1", file=f, response_format="verbose_json"
+            )
+        assert got.text == want.text
+        assert [s.text for s in got.segments] == [s.text for s in want.segments]
+    assert {m.id for m in client.models.list()} == {"whisper-1", "tiny.en"}
+
+
+def test_errors_keep_openais_shape_through_the_proxy(served, tmp_path):
+    port, _ = served
+    import openai
+
+    wrong_key = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="nope", max_retries=0)
+    with open(JFK, "rb") as f, pytest.raises(openai.AuthenticationError):
+        wrong_key.audio.transcriptions.create(model="whisper-1", file=f)
+    client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0)
+    bad = tmp_path / "notes.wav"
+    bad.write_bytes(b"not audio")
+    with open(bad, "rb") as f, pytest.raises(openai.APIStatusError, match="not an audio file") as error:
+        client.audio.transcriptions.create(model="whisper-1", file=f)
+    assert error.value.status_code == 415 and error.value.body["code"] == "invalid_file"
