@@ -43,14 +43,12 @@ def expected(clips):
     return {p: scriba.transcribe(p).to_dict() for p in paths}
 
 
-def batch(*args, wait=True):
+def batch(*args):
+    """Run `scriba batch ARGS` to the end; its stderr."""
     command = [sys.executable, "-m", "scriba.app.cli", "batch", *map(str, args)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if not wait:
-        return process
-    out, err = process.communicate(timeout=300)
-    assert process.returncode == 0, err[-3000:]
-    return err
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stderr
 
 
 def assert_rows_match(rows, expected, broken):
@@ -102,18 +100,19 @@ def test_a_folder_gives_one_row_per_file_and_a_rerun_does_only_what_is_left(clip
 
 def test_a_worker_killed_mid_job_leaves_every_file_transcribed_once(clips, expected, tmp_path):
     out = tmp_path / "out.parquet"
-    job = batch(clips, "--output", out, "--workers", 2, "--files-per-batch", 1, wait=False)
+    command = [sys.executable, "-m", "scriba.app.cli", "batch", str(clips), "--output", str(out)]
+    log = open(tmp_path / "log", "w+")  # a file: a full pipe would stall the job
+    job = subprocess.Popen(command + ["--workers", "2", "--files-per-batch", "1"], stdout=log, stderr=log)
     journal = str(out) + ".partial.jsonl"
     deadline = time.monotonic() + 240
     while not (os.path.exists(journal) and _row_count(journal) >= 1):
-        assert job.poll() is None and time.monotonic() < deadline, job.stderr.read()[-3000:]
+        assert job.poll() is None and time.monotonic() < deadline, open(log.name).read()[-3000:]
         time.sleep(0.05)
     victims = _transcriber_pids()
     assert victims, "no worker process found"
     os.kill(victims[0], signal.SIGKILL)
     rows_at_kill = _row_count(journal)
-    out_text, err = job.communicate(timeout=300)
-    assert job.returncode == 0, err[-3000:]
+    assert job.wait(timeout=300) == 0, open(log.name).read()[-3000:]
     assert rows_at_kill < len(expected) + 1, "the job had already finished"
     assert_rows_match(read_rows(str(out)), expected, str(clips / "broken.wav"))
     assert not os.path.exists(journal)

@@ -26,14 +26,15 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def served():
+def served(tmp_path_factory):
     port = free_port()
     command = [sys.executable, "-m", "scriba.app.cli", "serve", "--ray", "--replicas", "2"]
     command += ["--port", str(port), "--api-key", "k"]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    log = open(tmp_path_factory.mktemp("serve") / "log", "w+")  # a file: a full pipe would stall it
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 240
     while True:
-        assert process.poll() is None, process.stderr.read()[-3000:]
+        assert process.poll() is None, open(log.name).read()[-3000:]
         assert time.monotonic() < deadline, "the deployment did not come up"
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
@@ -42,7 +43,8 @@ def served():
             time.sleep(0.5)
     yield port, process
     process.send_signal(signal.SIGINT)
-    process.communicate(timeout=60)
+    process.wait(timeout=60)
+    log.close()
 
 
 def test_the_deployment_answers_the_openai_client(served):
