@@ -167,7 +167,7 @@ def _add_batch(sub) -> None:
     bt.add_argument("--output", "-o", required=True, help="OUT.jsonl or OUT.parquet (rows there are kept)")
     bt.add_argument("--workers", type=int, default=None, help="engines (default: one per GPU, else one)")
     bt.add_argument("--cpus-per-worker", type=float, default=None, help="default: the CPUs shared out")
-    bt.add_argument("--files-per-batch", type=int, default=8, help="files one engine call takes together")
+    bt.add_argument("--files-per-batch", type=int, default=16, help="files one engine call takes together")
     bt.add_argument("--ray-address", default=None, help="auto or HOST:PORT (default: a local Ray)")
     bt.add_argument("--model", default=None, help="Whisper checkpoint (default: the bundled tiny.en)")
     bt.add_argument("--language", default=None, help="language code or name (default: detect)")

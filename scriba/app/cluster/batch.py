@@ -1,8 +1,8 @@
 """`scriba batch`: many files through a pool of engines on Ray Data, one row per file.
 
     files/globs/folders/manifests -> paths -> (skip those OUT already has)
-      -> Ray Data: read bytes (tasks) -> Transcriber actors (one engine each, many files per call)
-      -> rows appended to OUT as they arrive (results_file.py)
+      -> Ray Data: blocks of paths -> Transcriber actors (one engine each; each call reads and
+         transcribes a batch of files together) -> rows appended to OUT as they arrive
 
 A worker that dies is restarted by Ray and its batch run again; rows reach OUT only from the
 driver, once per file, so every file is transcribed exactly once in the output.
@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from scriba.app.cluster import ray_runtime
 from scriba.app.cluster.inputs import expand_inputs, is_remote
 from scriba.app.cluster.results_file import ResultsFile
-from scriba.app.cluster.transcriber import Transcriber, error_row, read_files
+from scriba.app.cluster.transcriber import Transcriber, error_row
 
 
 @dataclass
 class BatchPlan:
     workers: int | None = None  # engine actors (default: one per GPU, else one)
     cpus_per_worker: float | None = None  # default: the cluster's CPUs shared among the workers
-    files_per_batch: int = 8  # files one engine call transcribes together
+    files_per_batch: int = 16  # files one engine call transcribes together
     ray_address: str | None = None  # None: start a local Ray
 
 
@@ -81,17 +81,18 @@ def _transcribed_rows(paths, model, options, engine_config, plan: BatchPlan):
     workers, resources, config = _worker_resources(ray, plan, engine_config)
     workers = min(workers, _blocks(paths, plan))  # no idle engines for a short job
     dataset = ray.data.from_items([{"path": p} for p in paths], override_num_blocks=_blocks(paths, plan))
-    dataset = dataset.map_batches(read_files, batch_size=plan.files_per_batch, num_cpus=0)
     dataset = dataset.map_batches(
         Transcriber,
         fn_constructor_kwargs={"model": model, "options": options, "engine_config": config},
         batch_size=plan.files_per_batch,
+        # Two calls at once per engine: one's files fill the batch while the other's last finish
         compute=ray.data.ActorPoolStrategy(
             size=workers, max_concurrent_calls_per_actor=2, enable_true_multi_threading=True
         ),
         **resources,
     )
-    for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
+    # No prefetching: a block is written as soon as it is done, not when the next one is
+    for batch in dataset.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0):
         yield from (json.loads(row) for row in batch["row"])
 
 

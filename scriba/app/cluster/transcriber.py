@@ -1,5 +1,7 @@
-"""The two stages `scriba batch` runs on Ray Data: read each file's bytes (tasks), then
-transcribe many files per engine batch (a pool of actors, one engine each).
+"""What `scriba batch` runs on Ray Data: a pool of actors, one engine each, that read a batch
+of files and transcribe them together. (Reading in a stage of its own cost more than it saved:
+Ray started a worker process per read task, ~8 s of a 2-core machine before the first row; the
+actor reads in the thread of one call while its other call keeps the engine busy.)
 
 Rows cross Ray as {"path", "row"} with the row as a JSON string: transcripts differ in shape
 (words or not, an error or not), and JSON keeps Arrow from having to unify their schemas.
@@ -12,17 +14,17 @@ import json
 import numpy as np
 
 
-def read_files(batch: dict[str, np.ndarray]) -> dict[str, list]:
-    """{"path"} -> {"path", "data" (the file's bytes), "error" ("" when read)}."""
+def read_files(paths: list[str]) -> tuple[list[bytes | None], list[str | None]]:
+    """Each file's bytes, or None and why it could not be read."""
     datas, errors = [], []
-    for path in batch["path"]:
+    for path in paths:
         try:
-            datas.append(_read(str(path)))
-            errors.append("")
+            datas.append(_read(path))
+            errors.append(None)
         except OSError as e:
-            datas.append(b"")
+            datas.append(None)
             errors.append(f"cannot read {path}: {e.strerror or e}")
-    return {"path": list(batch["path"]), "data": datas, "error": errors}
+    return datas, errors
 
 
 def _read(path: str) -> bytes:
@@ -48,12 +50,14 @@ class Transcriber:
         get_loop(model, **engine_config)  # load now: the first batch should not wait for it
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list]:
+        """{"path": [n]} -> {"path": [n], "row": [n] JSON rows}, in the same order."""
         paths = [str(p) for p in batch["path"]]
-        results = {i: error_row(p, e) for i, (p, e) in enumerate(zip(paths, batch["error"])) if e}
-        readable = [i for i in range(len(paths)) if i not in results]
-        for i, result in zip(readable, self._transcribe([bytes(batch["data"][i]) for i in readable])):
-            results[i] = {**error_row(paths[i], ""), **result}
-        return {"path": paths, "row": [json.dumps(results[i], ensure_ascii=False) for i in range(len(paths))]}
+        datas, errors = read_files(paths)
+        rows = [error_row(p, e) if e else None for p, e in zip(paths, errors)]
+        readable = [i for i, row in enumerate(rows) if row is None]
+        for i, result in zip(readable, self._transcribe([datas[i] for i in readable])):
+            rows[i] = {**error_row(paths[i], None), **result}
+        return {"path": paths, "row": [json.dumps(row, ensure_ascii=False) for row in rows]}
 
     def _transcribe(self, audios: list[bytes]) -> list[dict]:
         """Transcripts as dicts; a file that cannot be read or decoded gets its error, and a
@@ -71,5 +75,5 @@ class Transcriber:
         return [self._transcribe([audio])[0] for audio in audios]
 
 
-def error_row(path: str, error: str) -> dict:
+def error_row(path: str, error: str | None) -> dict:
     return {"path": path, "text": None, "language": None, "duration": None, "segments": [], "error": error}

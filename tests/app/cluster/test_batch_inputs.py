@@ -41,3 +41,13 @@ def test_globs_manifests_and_duplicates(tree, monkeypatch):
 def test_a_glob_that_matches_nothing_is_an_error(tree):
     with pytest.raises(ValueError, match="no files match .*nothing"):
         expand_inputs([str(tree / "nothing*.wav")])
+
+
+def test_workers_read_local_paths_and_uris_and_name_what_they_cannot_read(tmp_path):
+    from scriba.app.cluster.transcriber import read_files
+
+    (tmp_path / "a.wav").write_bytes(b"RIFF")
+    paths = [str(tmp_path / "a.wav"), (tmp_path / "a.wav").as_uri(), str(tmp_path / "gone.wav")]
+    datas, errors = read_files(paths)
+    assert datas[:2] == [b"RIFF", b"RIFF"] and datas[2] is None
+    assert errors[:2] == [None, None] and errors[2].startswith(f"cannot read {paths[2]}: ")
