@@ -1,10 +1,10 @@
 """`scriba batch` throughput on this machine: files/s with 1 and 2 engine workers on a local
-Ray, against offline batched transcribe() of the same files in one process (same run).
+Ray, against `scriba transcribe` of the same files in one process without Ray (same run).
 
-The corpus is the dev set's short clips, copied `--copies` times under new names. For each
-worker count the job runs as a user runs it (`scriba batch FOLDER -o OUT.jsonl --workers N`) and
-is timed whole (Ray's start and the engines' loading included) and in its steady part (from its
-first row to its last, rows polled from OUT every 50 ms).
+The corpus is the dev set's short clips, copied `--copies` times under new names. Each job runs
+as a user runs it and is timed whole (imports, Ray's start, the engines' loading included):
+`scriba batch FOLDER -o OUT.jsonl --workers N`, and `scriba transcribe FILES --format json
+--output-dir DIR`. For batch, the time to its first row (OUT polled every 50 ms) is shown too.
 
     python benchmarks/batch_ray.py [--copies 4] [--workers 1 2] [--files-per-batch 16]
 """
@@ -32,21 +32,18 @@ def corpus(folder: str, copies: int) -> list[str]:
 
 
 def run_job(folder: str, out: str, workers: int, files_per_batch: int) -> tuple[float, float, int]:
-    """(whole seconds, files/s from the first rows to the last, rows)."""
+    """(whole seconds, seconds to the first row, rows)."""
     command = [sys.executable, "-m", "scriba.app.cli", "batch", folder, "-o", out, "--workers", str(workers)]
     command += ["--files-per-batch", str(files_per_batch)]
-    start, first, first_rows, rows = time.perf_counter(), None, 0, 0
+    start, first = time.perf_counter(), None
     job = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while job.poll() is None:
-        rows = _rows(out)
-        if rows and first is None:
-            first, first_rows = time.perf_counter(), rows
+        if first is None and _rows(out):
+            first = time.perf_counter() - start
         time.sleep(0.05)
-    end = time.perf_counter()
+    whole = time.perf_counter() - start
     assert job.returncode == 0, "the job failed"
-    rows = _rows(out)
-    steady = (rows - first_rows) / (end - first) if first and end > first else 0.0
-    return end - start, steady, rows
+    return whole, first or whole, _rows(out)
 
 
 def _rows(path: str) -> int:
@@ -56,13 +53,11 @@ def _rows(path: str) -> int:
         return sum(1 for line in f if line.endswith("\n"))
 
 
-def offline(paths: list[str]) -> float:
-    """Seconds for transcribe() of every file in one call, the model already loaded."""
-    import scriba
-
-    scriba.transcribe(paths[:2])
+def one_process(paths: list[str], out_dir: str) -> float:
+    """Seconds for `scriba transcribe` of every file, whole."""
+    command = [sys.executable, "-m", "scriba.app.cli", "transcribe", *paths, "--format", "json"]
     start = time.perf_counter()
-    scriba.transcribe(paths)
+    subprocess.run(command + ["--output-dir", out_dir], check=True, capture_output=True)
     return time.perf_counter() - start
 
 
@@ -80,13 +75,17 @@ def main() -> None:
         print(f"{len(paths)} files ({clips} dev clips x {args.copies}), {os.cpu_count()} CPUs")
         for workers in args.workers:
             out = os.path.join(tmp, f"out{workers}.jsonl")
-            whole, steady, rows = run_job(folder, out, workers, args.files_per_batch)
+            whole, first, rows = run_job(folder, out, workers, args.files_per_batch)
             print(
-                f"scriba batch --workers {workers}: {rows} rows; whole job {whole:.1f} s = "
-                f"{rows / whole:.2f} files/s; steady (after the first rows) {steady:.2f} files/s"
+                f"scriba batch --workers {workers}: {rows} rows in {whole:.1f} s = "
+                f"{rows / whole:.2f} files/s "
+                f"(first row after {first:.1f} s)"
             )
-        seconds = offline(paths)
-        print(f"offline transcribe() of the same files, one process: {len(paths) / seconds:.2f} files/s")
+        seconds = one_process(paths, os.path.join(tmp, "json"))
+        print(
+            f"scriba transcribe, one process, no Ray: {len(paths)} files in {seconds:.1f} s = "
+            f"{len(paths) / seconds:.2f} files/s"
+        )
 
 
 if __name__ == "__main__":

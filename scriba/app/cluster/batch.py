@@ -100,10 +100,11 @@ def _worker_resources(ray, plan: BatchPlan, engine_config: dict):
     """(workers, Ray resources per worker, engine config): one GPU each where the cluster has
     GPUs, else an equal share of its CPUs, which the engine uses as its threads."""
     gpus = ray_runtime.cluster_gpus(ray)
-    workers = plan.workers or max(gpus, 1)
     device = str(engine_config.get("device") or "auto")
     if device.startswith("cuda") or (device == "auto" and gpus):
+        workers = plan.workers or max(gpus, 1)
         return workers, {"num_gpus": 1, "num_cpus": plan.cpus_per_worker or 1}, engine_config
+    workers = plan.workers or 1
     cpus = plan.cpus_per_worker or max(ray_runtime.cluster_cpus(ray) // workers, 1)
     threads = engine_config.get("num_threads") or max(int(cpus), 1)
     config = {**engine_config, "device": "cpu", "num_threads": threads}
