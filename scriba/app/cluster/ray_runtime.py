@@ -32,6 +32,7 @@ def connect(address: str | None = None, num_cpus: int | None = None):
     context.enable_progress_bars = False
     context.print_on_execution_start = False
     logging.getLogger("ray.data").setLevel(logging.WARNING)
+    logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # "bars disabled": we know
     return ray
 
 
