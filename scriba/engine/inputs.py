@@ -171,7 +171,8 @@ class InputProcessor:
         bad = [t for t in ids if not 0 <= t < self.limits.vocab_size]
         if bad:
             raise ValueError(
-                f"{which} prompt has token ids outside the vocabulary [0, {self.limits.vocab_size}): {bad[:5]}"
+                f"{which} prompt has token ids outside the vocabulary [0, {self.limits.vocab_size}): "
+                f"{bad[:5]}"
             )
 
 

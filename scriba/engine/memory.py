@@ -52,7 +52,8 @@ def gpu_kv_blocks(
     budget = int(total * utilization) - peak - others
     blocks = budget // bytes_per_block
     logger.info(
-        "GPU memory: %.1f GiB total, %.0f%% usable; weights + peak activations %.2f GiB; %.2f GiB for the KV cache",
+        "GPU memory: %.1f GiB total, %.0f%% usable; weights + peak activations %.2f GiB; "
+        "%.2f GiB for the KV cache",
         total / 2**30,
         utilization * 100,
         peak / 2**30,
@@ -60,7 +61,8 @@ def gpu_kv_blocks(
     )
     if blocks < per_request:
         raise RuntimeError(
-            f"not enough GPU memory for one full-length request's KV cache ({per_request} blocks, {blocks} fit): "
+            "not enough GPU memory for one full-length request's KV cache "
+            f"({per_request} blocks, {blocks} fit): "
             "raise gpu_memory_utilization, or lower max_num_seqs / max_num_batched_tokens"
         )
     return blocks

@@ -33,7 +33,8 @@ def check_paged_args(
         raise ValueError(f"kv_cache {tuple(kv_cache.shape)} does not fit q {tuple(q.shape)}")
     if block_tables.dim() != 2 or block_tables.shape[0] != q.shape[0] or seq_lens.shape != (q.shape[0],):
         raise ValueError(
-            f"block_tables {tuple(block_tables.shape)} / seq_lens {tuple(seq_lens.shape)} do not match {q.shape[0]} seqs"
+            f"block_tables {tuple(block_tables.shape)} / seq_lens {tuple(seq_lens.shape)} "
+            f"do not match {q.shape[0]} seqs"
         )
 
 

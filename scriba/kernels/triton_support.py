@@ -34,7 +34,8 @@ def require_triton(device: torch.device | str) -> None:
         raise RuntimeError("the Triton kernels need the `triton` package (pip install triton)")
     if not triton_runs_on(device):
         raise RuntimeError(
-            f"Triton kernels run on CUDA tensors, or on {torch.device(device).type} tensors under TRITON_INTERPRET=1"
+            "Triton kernels run on CUDA tensors, or on "
+            f"{torch.device(device).type} tensors under TRITON_INTERPRET=1"
         )
 
 

@@ -36,7 +36,8 @@ def model_class_for(hf_config) -> type[nn.Module]:
         if arch in MODEL_REGISTRY:
             return MODEL_REGISTRY[arch]
     raise ValueError(
-        f"unknown architecture {architectures or '(none in config.json)'}; Scriba supports: {sorted(MODEL_REGISTRY)}"
+        f"unknown architecture {architectures or '(none in config.json)'}; "
+        f"Scriba supports: {sorted(MODEL_REGISTRY)}"
     )
 
 

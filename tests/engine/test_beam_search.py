@@ -22,7 +22,8 @@ def tiny_bart_eos(tmp_path_factory):
     return path, model
 
 
-SETTINGS = [  # beam width, length penalty, early stopping, no-repeat n-gram, return sequences, min / max new tokens
+# beam width, length penalty, early stopping, no-repeat n-gram, return sequences, min / max new tokens
+SETTINGS = [
     dict(
         beam_width=4,
         length_penalty=2.0,

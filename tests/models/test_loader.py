@@ -89,7 +89,8 @@ def test_unknown_architecture(tiny_bart, tmp_path):
     (dst / "config.json").write_text(json.dumps(config))
     with pytest.raises(
         ValueError,
-        match=r"unknown architecture \['T5ForConditionalGeneration'\]; Scriba supports: .*BartForConditionalGeneration",
+        match=r"unknown architecture \['T5ForConditionalGeneration'\]; "
+        r"Scriba supports: .*BartForConditionalGeneration",
     ):
         Engine(str(dst))
 

@@ -23,7 +23,8 @@ def test_batch_takes_one_engine_per_gpu():
 
 
 def test_batch_on_cpus_shares_them_out_as_threads():
-    workers, resources, config = _worker_resources(Cluster(16), BatchPlan(workers=4), {"quantization": "int8"})
+    int8 = {"quantization": "int8"}
+    workers, resources, config = _worker_resources(Cluster(16), BatchPlan(workers=4), int8)
     assert (workers, resources) == (4, {"num_cpus": 4})
     assert config == {"quantization": "int8", "device": "cpu", "num_threads": 4}
     # --device cpu on a GPU cluster, and --threads, are the user's to choose
