@@ -30,7 +30,7 @@ def expand_inputs(inputs: list[str]) -> list[str]:
 
 def _expand(item: str) -> list[str]:
     if is_remote(item):
-        return [item]
+        return [item] if item.lower().endswith(AUDIO_SUFFIXES) else _remote_audio_in(item)
     if os.path.isdir(item):
         return sorted(_audio_in(item))
     if item.lower().endswith(MANIFEST_SUFFIXES) and os.path.isfile(item):
@@ -48,6 +48,20 @@ def _audio_in(folder: str) -> list[str]:
     for root, _, names in os.walk(folder):
         found += [os.path.abspath(os.path.join(root, n)) for n in names if n.lower().endswith(AUDIO_SUFFIXES)]
     return found
+
+
+def _remote_audio_in(uri: str) -> list[str]:
+    """The audio files under a folder URI (s3://bucket/calls/, gs://..., file:///...), listed by
+    pyarrow's filesystems as Ray's readers list them."""
+    import pyarrow.fs
+
+    fs, root = pyarrow.fs.FileSystem.from_uri(uri)
+    scheme = uri.split("://", 1)[0]
+    infos = fs.get_file_info(pyarrow.fs.FileSelector(root, recursive=True, allow_not_found=True))
+    found = sorted(i.path for i in infos if i.is_file and i.path.lower().endswith(AUDIO_SUFFIXES))
+    if not found:
+        raise ValueError(f"no audio files under {uri}")
+    return [f"{scheme}://{'/' if scheme == 'file' else ''}{path.lstrip('/')}" for path in found]
 
 
 def _manifest_lines(manifest: str) -> list[str]:

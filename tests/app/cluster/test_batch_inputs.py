@@ -51,3 +51,10 @@ def test_workers_read_local_paths_and_uris_and_name_what_they_cannot_read(tmp_pa
     datas, errors = read_files(paths)
     assert datas[:2] == [b"RIFF", b"RIFF"] and datas[2] is None
     assert errors[:2] == [None, None] and errors[2].startswith(f"cannot read {paths[2]}: ")
+
+
+def test_a_folder_uri_is_listed_by_pyarrows_filesystems(tree):
+    got = expand_inputs([tree.as_uri() + "/sub"])  # as s3://bucket/folder would be
+    assert got == [(tree / "sub" / "c.mp3").as_uri(), (tree / "sub" / "deeper" / "d.ogg").as_uri()]
+    with pytest.raises(ValueError, match="no audio files under"):
+        expand_inputs([(tree / "nothing").as_uri()])
