@@ -180,6 +180,41 @@ def test_a_client_that_hangs_up_frees_its_blocks(server, tmp_path):
     assert served.loop(None).pending == 0
 
 
+def test_a_cancelled_request_cancels_its_transcription(server, tmp_path, caplog):
+    """Ray Serve's proxy cancels the request's task when its client goes (no disconnect message
+    reaches the app): the transcription stops too, and its expected Cancelled is not logged."""
+    import asyncio
+
+    import soundfile as sf
+
+    from scriba.app.server import audio_api
+    from scriba.engine.audio import load_audio
+
+    _, served = server
+    manager = served.loop(None).engine.block_manager
+    long = tmp_path / "long.flac"
+    sf.write(long, np.concatenate([load_audio(JFK), np.zeros(48000, np.float32)] * 24), 16000)
+
+    class StillConnected:
+        async def is_disconnected(self):
+            return False
+
+    async def cancelled_after(seconds):
+        task = asyncio.create_task(audio_api._run(StillConnected(), str(long), {"model": None}))
+        await asyncio.sleep(seconds)
+        assert manager.num_free() < manager.num_total()  # decoding
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.time()
+
+    cancelled = asyncio.run(cancelled_after(2.5))
+    while manager.num_free() < manager.num_total() and time.time() < cancelled + 6:
+        time.sleep(0.05)
+    assert manager.num_free() == manager.num_total(), time.time() - cancelled
+    assert "exception was never retrieved" not in caplog.text
+
+
 def test_only_served_models_and_the_least_recently_used_engine_goes(tiny_whispers):
     from scriba.app import engines
     from scriba.app.server.errors import APIError

@@ -59,11 +59,16 @@ async def _run(request: Request, path: str, options: dict):
     job = asyncio.get_running_loop().run_in_executor(
         WORKERS, lambda: transcribe(path, cancel=cancel, **options)
     )
-    while not job.done():
-        if await request.is_disconnected():
-            cancel.set()
-            break
-        await asyncio.wait([job], timeout=0.25)
+    try:
+        while not job.done():
+            if await request.is_disconnected():
+                cancel.set()
+                break
+            await asyncio.wait([job], timeout=0.25)
+    except asyncio.CancelledError:  # the request itself was cancelled (Ray Serve's proxy does so)
+        cancel.set()
+        job.add_done_callback(lambda done: done.exception())  # its Cancelled is expected: not logged
+        raise
     try:
         return await job
     except Cancelled:
