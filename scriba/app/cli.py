@@ -19,34 +19,13 @@ import argparse
 import json
 import sys
 
-QUANT_HELP = (
-    "int8: int8 weights and activations in the Linear layers (CPU only; faster than float32, "
-    "dev-set WER +0.005; README: CPU modes)"
+from scriba.app.cli_engine_options import add_engine_options, engine_options
+from scriba.app.cluster.commands import (
+    add_batch_parser,
+    add_ray_serve_options,
+    run_batch,
+    run_serve_on_ray,
 )
-
-
-def add_engine_options(parser: argparse.ArgumentParser) -> None:
-    """Where and how the model runs: the same options on every command that runs one."""
-    parser.add_argument("--device", default="auto", help="auto (a GPU if present), cpu or cuda[:N]")
-    parser.add_argument(
-        "--dtype",
-        default="auto",
-        choices=["auto", "float32", "float16", "bfloat16"],
-        help="compute dtype (auto: float16 on a GPU, float32 on the CPU)",
-    )
-    parser.add_argument("--quantization", default=None, choices=["int8"], help=QUANT_HELP)
-    parser.add_argument(
-        "--threads", type=int, default=None, help="CPU threads (default: one per physical core)"
-    )
-
-
-def engine_options(args: argparse.Namespace) -> dict:
-    return {
-        "device": args.device,
-        "dtype": args.dtype,
-        "quantization": args.quantization,
-        "num_threads": args.threads,
-    }
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ui(sub)
     _add_serve(sub)
     _add_download(sub)
-    _add_batch(sub)
+    add_batch_parser(sub)
     return parser
 
 
@@ -141,15 +120,7 @@ def _add_serve(sub) -> None:
     sv.add_argument("--max-loaded", type=int, default=2, help="engines kept loaded (least recently used go)")
     sv.add_argument("--ui", action="store_true", help="also mount the web app at /ui")
     add_engine_options(sv)
-    ray = sv.add_argument_group("on Ray Serve (pip install 'scriba[ray]')")
-    ray.add_argument("--ray", action="store_true", help="serve as a Ray Serve deployment")
-    ray.add_argument("--replicas", type=int, default=None, help="a fixed number of replicas (default 1)")
-    ray.add_argument("--min-replicas", type=int, default=None, help="autoscale from this many ...")
-    ray.add_argument("--max-replicas", type=int, default=None, help="... up to this many")
-    ray.add_argument("--target-ongoing-requests", type=float, default=32, help="autoscaling aims at this")
-    ray.add_argument("--max-ongoing-requests", type=int, default=256, help="per replica")
-    ray.add_argument("--cpus-per-replica", type=float, default=None, help="default: the CPUs shared out")
-    ray.add_argument("--ray-address", default=None, help="auto or HOST:PORT (default: a local Ray)")
+    add_ray_serve_options(sv)
 
 
 def _add_download(sub) -> None:
@@ -157,25 +128,6 @@ def _add_download(sub) -> None:
     dl.add_argument("model", help="hub id, e.g. facebook/bart-large-cnn or openai/whisper-small")
     dl.add_argument("--revision", default=None, help="branch, tag or commit")
     dl.add_argument("--to", default=None, help="a folder to put it in (default: the Hugging Face cache)")
-
-
-def _add_batch(sub) -> None:
-    bt = sub.add_parser(
-        "batch", help="transcribe many files on Ray (a local Ray, or a cluster) into one JSONL/Parquet file"
-    )
-    bt.add_argument("inputs", nargs="+", help="audio files, folders, globs, manifests (.txt)")
-    bt.add_argument("--output", "-o", required=True, help="OUT.jsonl or OUT.parquet (rows there are kept)")
-    bt.add_argument("--workers", type=int, default=None, help="engines (default: one per GPU, else one)")
-    bt.add_argument("--cpus-per-worker", type=float, default=None, help="default: the CPUs shared out")
-    bt.add_argument("--files-per-batch", type=int, default=16, help="files one engine call takes together")
-    bt.add_argument("--ray-address", default=None, help="auto or HOST:PORT (default: a local Ray)")
-    bt.add_argument("--model", default=None, help="Whisper checkpoint (default: the bundled tiny.en)")
-    bt.add_argument("--language", default=None, help="language code or name (default: detect)")
-    bt.add_argument("--task", default="transcribe", choices=["transcribe", "translate"])
-    bt.add_argument("--beam-size", type=int, default=1)
-    bt.add_argument("--word-timestamps", action="store_true", help="rows get each segment's words")
-    bt.add_argument("--vad", default="auto", choices=["auto", "on", "off"], help="as for transcribe")
-    add_engine_options(bt)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -194,65 +146,6 @@ def run_serve(args: argparse.Namespace) -> int:
         ui = build_ui(args.model, args.summarizer or "facebook/bart-large-cnn")
     serve(served, ServerSettings(api_key=args.api_key), args.host, args.port, ui)
     return 0
-
-
-def run_batch(args: argparse.Namespace) -> int:
-    from scriba.app.cluster.ray_runtime import need_ray
-
-    need_ray()  # before any work: say at once when Ray is missing
-    from scriba.app.cluster.batch import BatchPlan, run_batch as batch
-    from scriba.engine.whisper_decoding import whisper_language_code
-
-    if args.language:  # a typo fails here, not in every file's row
-        whisper_language_code(args.language)
-
-    options = {
-        "language": args.language,
-        "task": args.task,
-        "beam_size": args.beam_size,
-        "word_timestamps": args.word_timestamps,
-        "vad_filter": {"auto": None, "on": True, "off": False}[args.vad],
-    }
-    config = {k: v for k, v in engine_options(args).items() if v not in (None, "auto")}
-    plan = BatchPlan(args.workers, args.cpus_per_worker, args.files_per_batch, args.ray_address)
-    report = batch(args.inputs, args.output, args.model, options, config, plan)
-    print(report.line(args.output), file=sys.stderr)
-    return 0
-
-
-def run_serve_on_ray(args: argparse.Namespace, config: dict, allow: list[str]) -> int:
-    from scriba.app.cluster.ray_runtime import need_ray
-
-    if args.ui:
-        raise ValueError("--ui is not served on Ray (a page's session needs one process): run `scriba ui`")
-    need_ray()
-    import time
-
-    from scriba.app.cluster import serve as on_ray
-
-    autoscale = args.min_replicas is not None or args.max_replicas is not None
-    if autoscale and args.replicas is not None:
-        raise ValueError("give either --replicas or --min-replicas/--max-replicas, not both")
-    low = args.min_replicas or 1
-    plan = on_ray.ReplicaPlan(
-        replicas=None if autoscale else (args.replicas or 1),
-        min_replicas=low,
-        max_replicas=max(args.max_replicas or low, low),
-        target_ongoing_requests=args.target_ongoing_requests,
-        max_ongoing_requests=args.max_ongoing_requests,
-        cpus_per_replica=args.cpus_per_replica,
-        ray_address=args.ray_address,
-    )
-    served = {"whisper": args.model or [None], "summarizer": args.summarizer, "allow": allow}
-    served |= {"max_loaded": args.max_loaded, "engine_config": config}
-    on_ray.start(served, {"api_key": args.api_key}, plan, args.host, args.port)
-    where = f"http://{args.host}:{args.port}/v1"
-    print(f"scriba: serving on Ray Serve at {where} (Ctrl-C stops)", file=sys.stderr)
-    try:
-        while True:
-            time.sleep(3600)
-    finally:
-        on_ray.serve.shutdown()
 
 
 def run_download(args: argparse.Namespace) -> int:

@@ -1,0 +1,34 @@
+"""The options every command that runs a model takes: where and how the model runs."""
+
+from __future__ import annotations
+
+import argparse
+
+QUANT_HELP = (
+    "int8: int8 weights and activations in the Linear layers (CPU only; faster than float32, "
+    "dev-set WER +0.005; README: CPU modes)"
+)
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """Where and how the model runs: the same options on every command that runs one."""
+    parser.add_argument("--device", default="auto", help="auto (a GPU if present), cpu or cuda[:N]")
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", "float32", "float16", "bfloat16"],
+        help="compute dtype (auto: float16 on a GPU, float32 on the CPU)",
+    )
+    parser.add_argument("--quantization", default=None, choices=["int8"], help=QUANT_HELP)
+    parser.add_argument(
+        "--threads", type=int, default=None, help="CPU threads (default: one per physical core)"
+    )
+
+
+def engine_options(args: argparse.Namespace) -> dict:
+    return {
+        "device": args.device,
+        "dtype": args.dtype,
+        "quantization": args.quantization,
+        "num_threads": args.threads,
+    }
