@@ -52,8 +52,10 @@ def run_batch(inputs, output, model=None, options=None, engine_config=None, plan
     plan, started = plan or BatchPlan(), time.perf_counter()
     results = ResultsFile(output)
     paths = expand_inputs(inputs)
-    todo = [p for p in paths if p not in results.finished()]
+    finished = results.finished()
+    todo = [p for p in paths if p not in finished]
     missing = [p for p in todo if not is_remote(p) and not os.path.isfile(p)]
+    found = [p for p in todo if is_remote(p) or os.path.isfile(p)]
     results.open(set(todo))
     failed = 0
     try:
@@ -61,7 +63,6 @@ def run_batch(inputs, output, model=None, options=None, engine_config=None, plan
             results.write(error_row(path, f"no such file: {path}"))
         bar = _bar(len(todo), progress)
         bar.update(len(missing))
-        found = [p for p in todo if p not in set(missing)]
         for row in _transcribed_rows(found, model, options or {}, engine_config or {}, plan):
             results.write(row)
             failed += bool(row.get("error"))
