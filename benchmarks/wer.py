@@ -29,6 +29,24 @@ def wer(refs: list[str], hyps: list[str]) -> float:
     return errors / sum(len(words(r)) for r in refs)
 
 
+CHARACTER_LANGUAGES = {"ja", "zh", "yue", "th", "lo", "my", "km", "bo"}  # written without spaces
+
+
+def multilingual_units(language: str, text: str) -> list[str]:
+    """Whisper's basic normalizer (lower case, punctuation and symbols dropped); words, or the
+    characters of languages written without spaces between words."""
+    from transformers.models.whisper.english_normalizer import BasicTextNormalizer
+
+    text = BasicTextNormalizer()(text)
+    return list(text.replace(" ", "")) if language in CHARACTER_LANGUAGES else text.split()
+
+
+def error_rate(language: str, refs: list[str], hyps: list[str]) -> float:
+    """WER, or CER for languages written without spaces, pooled over the pairs."""
+    pairs = [(multilingual_units(language, r), multilingual_units(language, h)) for r, h in zip(refs, hyps)]
+    return sum(edit_distance(r, h) for r, h in pairs) / sum(len(r) for r, _ in pairs)
+
+
 def load_manifest(data: str, folder: str) -> tuple[list[str], list[str]]:
     """(paths, reference texts) of the manifest's files under `folder`/."""
     with open(os.path.join(data, "MANIFEST.tsv"), newline="") as f:

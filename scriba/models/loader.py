@@ -15,12 +15,18 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
+from scriba.models.offline import offline_model_path
+
 _WEIGHT_PATTERNS = ["*.json", "*.safetensors", "*.bin", "*.model", "*.txt", "*.tiktoken"]
 _SHARDS = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "kv_proj": ("k_proj", "v_proj")}
 
 
 def resolve_model_path(model: str, revision: str | None = None) -> str:
-    """A local folder as is; otherwise download (or find in the cache) the hub repo `model`."""
+    """An offline model's short name (`tiny.en`, `base`: models/offline.py) as its folder; a
+    local folder as is; otherwise download (or find in the cache) the hub repo `model`."""
+    offline = offline_model_path(model)
+    if offline is not None:
+        return offline
     if os.path.isdir(model):
         return model
     if os.path.isabs(model) or model.startswith(("./", "../", "~")):

