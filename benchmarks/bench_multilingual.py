@@ -4,9 +4,9 @@ the same weights (the offline `base`: pip install 'scriba[multilingual]' and the
     python benchmarks/bench_multilingual.py [--data ../shared/data/dev_multilingual]
         [--out benchmarks/results/multilingual_base.tsv]
 
-Every clip of the manifest, one at a time, the language detected (none given), greedy,
-timestamps on, each system's defaults otherwise (Scriba: Silero VAD for clips over 30 s;
-faster-whisper: beam_size=1, no VAD). Prints per system: the seconds, the languages detected
+Every clip of the manifest (and the short English clips of dev_speech), one at a time, the
+language detected (none given), greedy, timestamps on, each system's defaults otherwise
+(Scriba: Silero VAD for clips over 30 s; faster-whisper: beam_size=1, no VAD). Prints per system: the seconds, the languages detected
 right, and per language the error rate (WER; CER for Japanese and Chinese; Whisper's basic
 normalizer on both sides); then the German and Spanish readings translated to English by each.
 --out writes the per-language figures as a table (tests/models/test_whisper_base.py holds
@@ -22,19 +22,28 @@ import sys
 import time
 
 import torch
-from wer import error_rate
+from wer import CHARACTER_LANGUAGES, error_rate, load_manifest, multilingual_units
 
 import scriba
 from scriba.models.offline import offline_model_path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "..", "shared", "data", "dev_multilingual")
+ENGLISH = os.path.join(HERE, "..", "..", "shared", "data", "dev_speech")
 
 
-def load_clips(data: str) -> list[dict]:
+def load_clips(data: str, english: str | None = None) -> list[dict]:
+    """The manifest's clips; with `english` (the dev_speech folder), its short English ones too."""
     with open(os.path.join(data, "MANIFEST.tsv"), newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
-    return [{"path": os.path.join(data, r["file"]), "language": r["language"], "ref": r["reference_text"]} for r in rows]
+    clips = [
+        {"path": os.path.join(data, r["file"]), "language": r["language"], "ref": r["reference_text"]}
+        for r in rows
+    ]
+    if english:
+        paths, refs = load_manifest(english, "short")
+        clips += [{"path": p, "language": "en", "ref": r} for p, r in zip(paths, refs)]
+    return clips
 
 
 def scriba_system(**options):
@@ -49,7 +58,10 @@ def faster_whisper_system(compute_type: str):
     from faster_whisper import WhisperModel
 
     model = WhisperModel(
-        offline_model_path("base"), device="cpu", compute_type=compute_type, cpu_threads=torch.get_num_threads()
+        offline_model_path("base"),
+        device="cpu",
+        compute_type=compute_type,
+        cpu_threads=torch.get_num_threads(),
     )
 
     def run(path: str, task: str = "transcribe") -> tuple[str, str]:
@@ -79,12 +91,25 @@ def measure(name: str, run, clips: list[dict]) -> list[dict]:
     rows = []
     for language in dict.fromkeys(c["language"] for c in clips):
         mine = [(c, f) for c, f in zip(clips, found) if c["language"] == language]
-        rate = error_rate(language, [c["ref"] for c, _ in mine], [f[1] for _, f in mine])
-        metric = "cer" if language in ("ja", "zh") else "wer"
+        refs = [c["ref"] for c, _ in mine]
+        rate = error_rate(language, refs, [f[1] for _, f in mine])
+        units = sum(len(multilingual_units(language, r)) for r in refs)
+        metric = "cer" if language in CHARACTER_LANGUAGES else "wer"
         detected = sum(f[0] == language for _, f in mine)
         print(f"  {language}  {metric} {rate:.4f}  detected {detected}/{len(mine)}")
-        rows.append(dict(system=name, language=language, metric=metric, error=f"{rate:.4f}", clips=len(mine),
-                         detected=detected, seconds=f"{seconds:.1f}"))
+        rows.append(
+            {
+                "system": name,
+                "language": language,
+                "metric": metric,
+                "error": f"{rate:.4f}",
+                "errors": round(rate * units),
+                "units": units,
+                "clips": len(mine),
+                "detected": detected,
+                "seconds": f"{seconds:.1f}",
+            }
+        )
     return rows
 
 
@@ -92,16 +117,19 @@ def translations(name: str, run, clips: list[dict]) -> None:
     print(f"\n{name}, task=translate:")
     for c in clips:
         if c["language"] in ("de", "es"):
-            language, text = run(c["path"], task="translate")
+            _language, text = run(c["path"], task="translate")
             print(f"  {c['language']} -> {text[:160]!r}")
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=DATA)
+    parser.add_argument(
+        "--english", default=ENGLISH, help="dev_speech: its short clips as English ('' for none)"
+    )
     parser.add_argument("--out", default=None, help="write the per-language figures (TSV) here")
     args = parser.parse_args(argv)
-    clips = load_clips(args.data)
+    clips = load_clips(args.data, args.english)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {len(clips)} clips")
     rows = []
     for name, run in systems().items():

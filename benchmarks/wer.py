@@ -37,7 +37,8 @@ def multilingual_units(language: str, text: str) -> list[str]:
     characters of languages written without spaces between words."""
     from transformers.models.whisper.english_normalizer import BasicTextNormalizer
 
-    text = BasicTextNormalizer()(text)
+    # The normalizer drops text in parentheses; references put spoken words there.
+    text = BasicTextNormalizer()(text.replace("(", " ").replace(")", " "))
     return list(text.replace(" ", "")) if language in CHARACTER_LANGUAGES else text.split()
 
 

@@ -75,14 +75,51 @@ def assert_parity(outputs, expected, top=5):
 
 def transformers_tiny_en():
     """The bundled tiny.en (CTranslate2) as a transformers WhisperForConditionalGeneration."""
+    return transformers_whisper("tiny.en")
+
+
+def transformers_whisper(name: str):
+    """An offline Whisper (`tiny.en`, `base`: CTranslate2 folders read by Scriba's reader) as a
+    transformers WhisperForConditionalGeneration on the same weights, in float32."""
     from transformers import WhisperForConditionalGeneration
 
     from scriba.models.ctranslate2 import load_ctranslate2_whisper
-    from scriba.models.registry import default_model_path
+    from scriba.models.offline import offline_model_path
 
-    state_dict, config, generation_config = load_ctranslate2_whisper(default_model_path())
+    state_dict, config, generation_config = load_ctranslate2_whisper(offline_model_path(name))
     model = WhisperForConditionalGeneration(config)
     missing, unexpected = model.load_state_dict({k: v.float() for k, v in state_dict.items()}, strict=False)
     assert not missing and not unexpected, (missing, unexpected)
     model.generation_config = generation_config
     return model.eval()
+
+
+def hf_token_times(hf, audio, heads, max_new=60, **kwargs):
+    """(sequence, token_timestamps) of transformers' generate() on one clip."""
+    from scriba.engine.audio import log_mel
+
+    frames = -(-len(audio) // 160)
+    hf.generation_config.alignment_heads = heads
+    out = hf.generate(
+        input_features=torch.tensor(log_mel([audio], hf.config.num_mel_bins)),
+        attention_mask=(torch.arange(3000) < frames)[None].long(),  # crops the weights to the audio
+        return_token_timestamps=True,
+        return_dict_in_generate=True,
+        force_unique_generate_call=True,
+        max_new_tokens=max_new,
+        **kwargs,
+    )
+    return out["sequences"][0].tolist(), out["token_timestamps"][0].numpy()
+
+
+def scriba_token_times(engine, audio, heads, max_new=60, **prompt):
+    """(prompt + generated ids, prompt length, the token times) of the engine on one clip."""
+    from scriba import SamplingParams
+    from scriba.app.words import token_times
+
+    params = SamplingParams(max_tokens=max_new, cross_attention_heads=heads)
+    out = engine.generate({"audio": (audio, 16000), **prompt}, params)[0]
+    gen = out.outputs[0]
+    positions = -(-len(audio) // 160) // 2
+    times = token_times(gen.cross_attentions, len(out.prompt_token_ids), len(gen.token_ids), positions)
+    return out.prompt_token_ids + gen.token_ids, len(out.prompt_token_ids), times

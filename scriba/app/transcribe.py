@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from scriba.app.engines import check_options, get_loop
+from scriba.app.language_vote import MAX_WINDOWS, THRESHOLD, LanguageVote
 from scriba.app.longform import (
     Guards,
     SpeechMap,
@@ -68,6 +69,8 @@ def transcribe(
     vad_parameters: VadOptions | dict | None = None,
     word_timestamps: bool = False,
     hallucination_silence_threshold: float | None = None,
+    language_detection_threshold: float = THRESHOLD,
+    language_detection_segments: int = MAX_WINDOWS,
     progress: bool | Reporter = False,
     on_segments=None,
     cancel=None,
@@ -83,7 +86,10 @@ def transcribe(
     (seconds; word alignment runs for it): an improbable segment alone in that much silence is
     dropped and the audio after it decoded again (openai-whisper's rule). `vad_filter`: decode
     only the speech Silero VAD finds (None: for audio longer than one 30 s window);
-    `vad_parameters`: VadOptions or a dict of them. In a list, an input that cannot be read
+    `vad_parameters`: VadOptions or a dict of them. Without `language`, a multilingual model
+    detects it from the file's first speech window; when that window's probability is not above
+    `language_detection_threshold`, up to `language_detection_segments` speech windows vote
+    (language_vote.py). In a list, an input that cannot be read
     gives a Transcription with `error` set and the others are transcribed (`on_error="raise"`:
     raise instead). `progress`: True for a bar on stderr, or a callable given each
     `Progress(stage, done, total)` (progress.py). `on_segments(file_index, segments)` hears each
@@ -95,6 +101,7 @@ def transcribe(
     temperatures = _check_options(mode, beam_size, temperature, on_error)
     align = _needs_alignment(word_timestamps, hallucination_silence_threshold, beam_size)
     vad = VadOptions.from_user(vad_parameters)
+    LanguageVote(language_detection_threshold, language_detection_segments)  # checks both
     single = not isinstance(audio, (list, tuple)) or is_audio_pair(audio)
     report = reporter(progress)
     say = report or (lambda p: None)
@@ -107,7 +114,8 @@ def transcribe(
     decoder = WindowDecoder(loop, task, timestamps, temperatures, guards, beam_size, report, align, cancel)
     prompt_ids = decoder.text_ids(initial_prompt)
     sources = [audio] if single else list(audio)
-    plan = (vad_filter, vad, language, prompt_ids)
+    detection = (language_detection_threshold, language_detection_segments)
+    plan = (vad_filter, vad, language, prompt_ids, detection)
     files, errors = _prepare(sources, single or on_error == "raise", plan, on_segments, say)
     _decode(decoder, files, mode, condition_on_previous_text, say)
     results = [errors.get(i) or f.finish(word_timestamps) for i, f in enumerate(files)]
@@ -124,7 +132,7 @@ def _needs_alignment(word_timestamps: bool, hallucination_silence_threshold, bea
 
 def _prepare(sources: list, raise_errors: bool, plan: tuple, on_segments, say):
     """The files to decode (read, their speech found) and the error entries of unreadable ones.
-    `plan`: (vad_filter, vad options, language, prompt ids)."""
+    `plan`: (vad_filter, vad options, language, prompt ids, (detection threshold, windows))."""
     say(Progress("reading audio"))
     waves, errors = _load_all(sources, raise_errors)
     say(Progress("finding speech"))
@@ -182,10 +190,12 @@ def _check_request_options(engine, language, task) -> str | None:
 
 class _File:
     """One file being transcribed: its decoded stream (speech only, with VAD), segments so far
-    in the file's timeline, language, and the sequential driver's seek and context."""
+    in the file's timeline, language (and its vote while it is being detected), and the
+    sequential driver's seek and context."""
 
-    def __init__(self, wave: np.ndarray, vad_filter, vad: VadOptions, language, prompt_ids):
-        self.wave, self.language, self.first = wave, language, None
+    def __init__(self, wave: np.ndarray, vad_filter, vad: VadOptions, language, prompt_ids, detection):
+        self.wave, self.language, self.language_probability = wave, language, None
+        self.vote = LanguageVote(*detection)
         use_vad = len(wave) > WINDOW_SAMPLES if vad_filter is None else bool(vad_filter)
         self.vad = use_vad
         self.map = SpeechMap(speech_chunks(wave, vad)) if use_vad else SpeechMap.whole(len(wave))
@@ -194,6 +204,13 @@ class _File:
         self.seek, self.context = 0, list(prompt_ids)
         self.announce = None  # transcribe's on_segments for this file
 
+    def detecting(self, decoder: WindowDecoder) -> bool:
+        """The language is still to be found (a multilingual model, none given or decided)."""
+        return self.language is None and decoder.tokens.is_multilingual
+
+    def decide_language(self) -> None:
+        self.language, self.language_probability = self.vote.outcome()
+
     def window(self, f: int, start: int, end: int, prev_ids: list[int]) -> Window:
         return Window(f, start, end, self.stream[start:end], self.language, list(prev_ids))
 
@@ -201,11 +218,8 @@ class _File:
         self, window: Window, result: WindowResult, decoder: WindowDecoder
     ) -> tuple[list[Segment], float]:
         """The window's complete segments, in the file's timeline; returns them (stream times
-        stay in their tokens) and how far they reach (seconds); the first speech window fixes the
-        file's language."""
-        if self.first is None:
-            self.first = result
-            self.language = self.language or window.language
+        stay in their tokens) and how far they reach (seconds)."""
+        self.language = self.language or result.language  # an English-only model's "en"
         ts, words_of = decoder.tokens.timestamp_begin, decoder.words_of(result, self.language)
         new, advance = split_segments(result, window.offset, window.seconds, ts, decoder.decode, words_of)
         threshold = decoder.guards.hallucination_silence
@@ -229,11 +243,10 @@ class _File:
         segments = sorted(self.segments, key=lambda s: s.start)
         for s in segments if not keep_words else []:
             s.words = None
-        first = self.first
         result = Transcription(
             "".join(s.text for s in segments).strip(),
-            self.language if first is None else (first.language or self.language),
-            None if first is None else first.language_probability,
+            self.language,
+            self.language_probability,
             len(self.wave) / SAMPLE_RATE,
             segments,
         )
@@ -244,8 +257,9 @@ class _File:
 
 
 def _batched(decoder: WindowDecoder, files: list[_File], condition: bool) -> None:
-    """Every window at once; the first window of a file whose language is to be detected goes
-    first, and its other windows follow with the language it found."""
+    """Every window at once, except in a file whose language is to be detected: its first
+    speech windows go first, one at a time until the vote is decided, and the rest follow
+    with the language found."""
     held: dict[int, list[Window]] = {}
     first: list[Window] = []
     for f, file in enumerate(files):
@@ -255,26 +269,40 @@ def _batched(decoder: WindowDecoder, files: list[_File], condition: bool) -> Non
             plan = quiet_cut_windows(file.stream)
         windows = [file.window(f, s, e, file.context) for s, e in plan]
         windows = [w for w in windows if not is_silent(w.samples)]
-        detect = file.language is None and decoder.tokens.is_multilingual
+        detect = file.detecting(decoder)
         first += windows[:1] if detect else windows
         held[f] = windows[1:] if detect else []
 
-    def on_result(window: Window, result: WindowResult) -> list[Window]:
-        file, follow = files[window.file], []
-        if decoder.guards.is_no_speech(result):
-            follow = held[window.file][:1] if file.first is None else []
-            held[window.file] = held[window.file][len(follow) :]
-            return follow
+    def settle(window: Window, result: WindowResult) -> list[Window]:
+        """Add a window in the file's language; its unfinished tail, if any, is next."""
+        file = files[window.file]
         new, advance = file.add(window, result, decoder)
-        if held[window.file]:  # the language is known now
-            follow, held[window.file] = held[window.file], []
-            for w in follow:
-                w.language = file.language
         tail = tail_window(window.start, window.end, advance)
-        if tail is not None:
-            prev = decoder.guards.next_context(window.prev_ids, new, result, condition)
-            follow.append(file.window(window.file, *tail, prev))
-        return follow
+        if tail is None:
+            return []
+        prev = decoder.guards.next_context(window.prev_ids, new, result, condition)
+        return [file.window(window.file, *tail, prev)]
+
+    def on_result(window: Window, result: WindowResult) -> list[Window]:
+        file, waiting = files[window.file], held[window.file]
+        if not file.detecting(decoder):
+            return [] if decoder.guards.is_no_speech(result) else settle(window, result)
+        if not decoder.guards.is_no_speech(result):
+            file.vote.add(window, result)
+        if waiting and not file.vote.decided:  # the next speech window, still detecting
+            return [waiting.pop(0)]
+        file.decide_language()
+        follow = []
+        for voter, voted in file.vote.entries:
+            if voted.language == file.language:
+                follow += settle(voter, voted)
+            else:  # decoded in another language: again, in the file's
+                voter.language = file.language
+                follow.append(voter)
+        for w in waiting:
+            w.language = file.language
+        held[window.file] = []
+        return follow + waiting
 
     decoder.stream(first, on_result)
 
@@ -292,8 +320,27 @@ def _sequential(decoder: WindowDecoder, files: list[_File], condition: bool) -> 
             file.seek = end
         return []
 
+    def detect(window: Window, result: WindowResult) -> list[Window]:
+        """A window that voted on the language: the next one votes too, until the vote is
+        decided; then decoding starts again from the first voter (kept if in the language)."""
+        file = files[window.file]
+        if not decoder.guards.is_no_speech(result):
+            file.vote.add(window, result)
+        file.seek = window.end
+        more = [] if file.vote.decided else next_window(window.file)
+        if more:
+            return more
+        file.decide_language()
+        if file.language is None:  # no window held speech
+            return []
+        voter, voted = file.vote.entries[0]
+        file.seek = voter.start
+        return on_result(voter, voted) if voted.language == file.language else next_window(window.file)
+
     def on_result(window: Window, result: WindowResult) -> list[Window]:
         file = files[window.file]
+        if file.detecting(decoder):
+            return detect(window, result)
         if decoder.guards.is_no_speech(result):
             file.seek = window.end
         else:

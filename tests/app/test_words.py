@@ -7,15 +7,15 @@ import os
 import numpy as np
 import pytest
 import torch
-from oracle import transformers_tiny_en
+from oracle import hf_token_times, scriba_token_times, transformers_tiny_en
 from tiny_whisper import synthetic_clip
 from transformers.models.whisper.generation_whisper import _dynamic_time_warping, _median_filter
 
 import scriba
 from scriba.app.engines import get_engine
-from scriba import Engine, SamplingParams
-from scriba.app.words import dtw, median_filter, split_words, token_times
-from scriba.engine.audio import load_audio, log_mel
+from scriba import Engine
+from scriba.app.words import dtw, median_filter, split_words
+from scriba.engine.audio import load_audio
 
 JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
 
@@ -29,31 +29,6 @@ def test_dtw_and_median_filter_match_transformers(shape):
         np.testing.assert_array_equal(got, expected)
     x = torch.from_numpy(rng.standard_normal((4, *shape)).astype(np.float32))
     torch.testing.assert_close(median_filter(x), _median_filter(x[None], 7)[0], rtol=0, atol=0)
-
-
-def hf_token_times(hf, audio, heads, max_new=60, **kwargs):
-    """(sequence, token_timestamps) of transformers' generate() on one clip."""
-    frames = -(-len(audio) // 160)
-    hf.generation_config.alignment_heads = heads
-    out = hf.generate(
-        input_features=torch.tensor(log_mel([audio], hf.config.num_mel_bins)),
-        attention_mask=(torch.arange(3000) < frames)[None].long(),  # crops the weights to the audio
-        return_token_timestamps=True,
-        return_dict_in_generate=True,
-        force_unique_generate_call=True,
-        max_new_tokens=max_new,
-        **kwargs,
-    )
-    return out["sequences"][0].tolist(), out["token_timestamps"][0].numpy()
-
-
-def scriba_token_times(engine, audio, heads, max_new=60, **prompt):
-    params = SamplingParams(max_tokens=max_new, cross_attention_heads=heads)
-    out = engine.generate({"audio": (audio, 16000), **prompt}, params)[0]
-    gen = out.outputs[0]
-    positions = -(-len(audio) // 160) // 2
-    times = token_times(gen.cross_attentions, len(out.prompt_token_ids), len(gen.token_ids), positions)
-    return out.prompt_token_ids + gen.token_ids, len(out.prompt_token_ids), times
 
 
 @pytest.mark.parametrize("name", ["english", "multilingual"])
