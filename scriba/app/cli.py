@@ -80,6 +80,15 @@ def _add_transcribe(sub) -> None:
         choices=["auto", "on", "off"],
         help="decode only the speech Silero VAD finds (auto: for audio over 30 s)",
     )
+    tr.add_argument(
+        "--language-detection-threshold",
+        type=float,
+        default=0.5,
+        help="a speech window this sure of its language decides it (else more windows vote)",
+    )
+    tr.add_argument(
+        "--language-detection-segments", type=int, default=3, help="speech windows that vote at most"
+    )
     tr.add_argument("--format", default="txt", choices=["txt", "srt", "vtt", "json"])
     tr.add_argument("--output-dir", default=None, help="write <file stem>.<format> there instead of printing")
     add_engine_options(tr)
@@ -138,7 +147,7 @@ def run_serve(args: argparse.Namespace) -> int:
     allow = [m.strip() for m in args.allow_models.split(",") if m.strip()]
     if args.ray:
         return run_serve_on_ray(args, config, allow)
-    served = ServedModels(args.model or [None], args.summarizer, allow, args.max_loaded, **config)
+    served = ServedModels(args.model or [], args.summarizer, allow, args.max_loaded, **config)
     ui = None
     if args.ui:
         from scriba.app.ui import build_ui
@@ -212,6 +221,8 @@ def run_transcribe(args: argparse.Namespace) -> int:
             timestamps=not args.no_timestamps,
             word_timestamps=args.word_timestamps,
             vad_filter={"auto": None, "on": True, "off": False}[args.vad],
+            language_detection_threshold=args.language_detection_threshold,
+            language_detection_segments=args.language_detection_segments,
             progress=sys.stderr.isatty(),
             **engine_options(args),
         )

@@ -11,12 +11,14 @@ import threading
 
 from scriba.app.engine_loop import EngineBusy, EngineClosed, EngineLoop
 from scriba.engine.engine import Engine
+from scriba.models.offline import DEFAULT, installed_offline_models
 
 __all__ = [
     "EngineBusy",
     "EngineClosed",
     "EngineLoop",
     "check_options",
+    "default_whisper_models",
     "get_loop",
     "get_engine",
     "close_loops",
@@ -44,8 +46,16 @@ def check_options(config: dict, function) -> None:
             raise TypeError(f"unknown option {name!r}{hint}")
 
 
+def default_whisper_models() -> list[str | None]:
+    """The Whisper models offered when none are named: the bundled tiny.en (None), and the
+    other offline models that are installed (`base`, with the multilingual extra)."""
+    return [None] + [name for name in installed_offline_models() if name != DEFAULT]
+
+
 def get_loop(model: str | None = None, **config) -> EngineLoop:
-    """The shared engine loop for `model` (None: the bundled Whisper tiny.en) and these settings."""
+    """The shared engine loop for `model` (None or "tiny.en": the bundled Whisper tiny.en) and
+    these settings."""
+    model = None if model == DEFAULT else model
     key = (model, tuple(sorted(config.items())))
     with _lock:
         loop = _loops.get(key)

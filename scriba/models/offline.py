@@ -124,6 +124,7 @@ def _write_atomically(target: str, sources: list[str]) -> None:
             for source in sources:
                 with open(source, "rb") as f:
                     shutil.copyfileobj(f, out, 16 << 20)
+        os.chmod(temporary, 0o644)  # a shared cache: readable by every user, as pip's files are
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -46,7 +46,8 @@ def test_the_model_box_offers_only_the_models_the_app_was_started_with():
 
     from scriba.app.ui.page import _options, whisper_choices
 
-    assert whisper_choices(None) == [BUNDLED] and whisper_choices(["openai/whisper-small", None]) == [
+    # The tests install the multilingual extra: the offline base is offered beside tiny.en.
+    assert whisper_choices(None) == [BUNDLED, "base"] and whisper_choices(["openai/whisper-small", None]) == [
         "openai/whisper-small",
         BUNDLED,
     ]

@@ -74,9 +74,12 @@ def test_translations(client, tiny_whispers):
     with open(JFK, "rb") as f:
         v = client.audio.translations.create(model=model, file=f, response_format="verbose_json")
     assert v.task == "translate" and v.duration == pytest.approx(11.0)
+    with open(JFK, "rb") as f:  # whisper-1 translates with the first served model that can
+        v = client.audio.translations.create(model="whisper-1", file=f, response_format="verbose_json")
+    assert v.task == "translate" and v.duration == pytest.approx(11.0)
     with open(JFK, "rb") as f:
         with pytest.raises(openai.BadRequestError, match="English-only: it cannot translate"):
-            client.audio.translations.create(model="whisper-1", file=f)
+            client.audio.translations.create(model="tiny.en", file=f)
 
 
 def test_streamed_deltas_join_to_the_final_text(client, tmp_path):
@@ -222,6 +225,7 @@ def test_only_served_models_and_the_least_recently_used_engine_goes(tiny_whisper
     english, multilingual = tiny_whispers["english"][0], tiny_whispers["multilingual"][0]
     served = ServedModels([english, multilingual], None, max_loaded=1, num_kv_blocks=300)
     assert served.resolve("whisper-1", "whisper") == english
+    assert served.resolve("whisper-1", "whisper", "translate") == multilingual
     with pytest.raises(APIError, match="not served here"):
         served.resolve("openai/whisper-large-v3", "whisper")
     first = served.loop(english)

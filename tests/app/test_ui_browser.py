@@ -268,3 +268,36 @@ def test_closing_the_page_stops_its_transcription(browser, app_url, five_minutes
         time.sleep(0.1)
     # the whole file takes ~12 s of decoding; its blocks are back well before
     assert manager.num_free() == manager.num_total(), time.time() - closed
+
+
+def test_the_multilingual_base_detects_and_translates(page, tmp_path, shoot):
+    """With the multilingual extra the page offers `base`: its languages with auto-detect, and
+    translate; the first 25 s of the Spanish reading come out in English."""
+    import soundfile as sf
+    from multilingual import clip
+
+    from scriba.engine.audio import load_audio
+
+    spanish = tmp_path / "spanish.wav"
+    sf.write(spanish, load_audio(clip("es_")["path"])[: 25 * 16000], 16000)
+    page.click("#model-choice input")
+    page.click("ul[role=listbox] li:has-text('base')")
+    page.wait_for_selector("#model-status:has-text('Whisper base')", timeout=120_000)
+    page.wait_for_selector("#model-status:has-text('ready')", timeout=120_000)
+    assert "translate" in page.locator("#task").inner_text()
+    assert "English-only" not in page.locator("#task").inner_text()
+    assert page.locator("#language input").input_value() == "Auto-detect"
+    page.click("#language input")
+    options = page.locator("ul[role=listbox] li").all_inner_texts()
+    assert {"German", "Spanish", "Japanese", "Chinese"} <= {o.strip() for o in options}
+    page.keyboard.press("Escape")
+    page.locator("#task label:has-text('translate')").click()
+    page.locator("input[type=file]").first.set_input_files(str(spanish))
+    page.wait_for_timeout(1500)
+    page.click("#transcribe-button")
+    wait_for_text(page, "#transcript textarea", "manuel")
+    text = page.locator("#transcript textarea").input_value().lower()
+    assert " the " in f" {text} " and " de la " not in f" {text} ", text
+    line = page.locator("#language-line textarea, #language-line input").input_value()
+    assert line.startswith("detected: Spanish (0.9"), line
+    shoot(page, "base_translated")

@@ -87,7 +87,7 @@ def run_serve_on_ray(args: argparse.Namespace, config: dict, allow: list[str]) -
         cpus_per_replica=args.cpus_per_replica,
         ray_address=args.ray_address,
     )
-    served = {"whisper": args.model or [None], "summarizer": args.summarizer, "allow": allow}
+    served = {"whisper": args.model or [], "summarizer": args.summarizer, "allow": allow}
     served |= {"max_loaded": args.max_loaded, "engine_config": config}
     on_ray.start(served, {"api_key": args.api_key}, plan, args.host, args.port)
     where = f"http://{args.host}:{args.port}/v1"

@@ -40,7 +40,7 @@ def _options(request: Request, task, model, language, prompt, fmt, temperature, 
             f"timestamp_granularities[] takes word and segment, got {sorted(bad)}",
             "timestamp_granularities[]",
         )
-    whisper = served.resolve(model, "whisper")
+    whisper = served.resolve(model, "whisper", task)
     served.loop(whisper)  # counts as a use: the least recently used engine goes first
     return dict(
         model=whisper,

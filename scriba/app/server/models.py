@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from scriba.app.engines import close_loops, get_loop
+from scriba.app.engines import close_loops, default_whisper_models, get_loop
 from scriba.app.server.errors import APIError
 
 BUNDLED_NAME = "tiny.en"  # the bundled default Whisper (model=None)
@@ -16,7 +16,7 @@ WHISPER_ALIAS = "whisper-1"  # OpenAI's name: the first served Whisper model
 
 class ServedModels:
     def __init__(self, whisper: list, summarizer: str | None, allow=(), max_loaded: int = 2, **engine_config):
-        self.whisper = [m or None for m in whisper] or [None]
+        self.whisper = [m or None for m in whisper] or default_whisper_models()
         self.summarizer, self.max_loaded = summarizer, max_loaded
         self.max_pending: int | None = None  # per engine, set by the server (ServerSettings)
         self.engine_config = engine_config
@@ -30,9 +30,13 @@ class ServedModels:
     def name(model: str | None) -> str:
         return BUNDLED_NAME if model is None else model
 
-    def resolve(self, name: str | None, kind: str) -> str | None:
-        """A request's `model` as transcribe()/summarize()'s argument; unknown -> 404."""
+    def resolve(self, name: str | None, kind: str, task: str = "transcribe") -> str | None:
+        """A request's `model` as transcribe()/summarize()'s argument; unknown -> 404. OpenAI's
+        `whisper-1` is the first served Whisper model, and for a translation the first one
+        that can translate (a multilingual one), when there is one."""
         if kind == "whisper" and (not name or name == WHISPER_ALIAS):
+            if task == "translate":
+                return next((m for m in self.whisper if self._multilingual(m)), self.whisper[0])
             return self.whisper[0]
         if kind == "summarizer" and not name:
             if self.summarizer is None:
@@ -58,6 +62,9 @@ class ServedModels:
         loop = get_loop(model, **self.engine_config)
         loop.max_pending = self.max_pending
         return loop
+
+    def _multilingual(self, model: str | None) -> bool:
+        return self.loop(model).engine.model.tokens.is_multilingual
 
     def listing(self) -> list[dict]:
         names = [WHISPER_ALIAS] + sorted(self.allowed)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from scriba.app.engines import default_whisper_models
 from scriba.app.summarize import DEFAULT_SUMMARIZER
 from scriba.app.ui import uploads
 from scriba.app.ui.choices import BUNDLED, Summarizer, preload
@@ -21,9 +22,12 @@ PLAY_JS = "() => { document.querySelector('#audio button[aria-label=\"Play\"]')?
 
 
 def whisper_choices(whisper_model) -> list[str]:
-    """The models the page offers: one or several (a str or a list); None is the bundled tiny.en."""
+    """The models the page offers: one or several (a str or a list); None is the bundled tiny.en
+    and the other offline models installed (`base`)."""
     models = whisper_model if isinstance(whisper_model, (list, tuple)) else [whisper_model]
-    return [m or BUNDLED for m in models] or [BUNDLED]
+    if not [m for m in models if m]:
+        models = default_whisper_models()
+    return [m or BUNDLED for m in models]
 
 
 def _options(models: list[str]) -> list:

@@ -92,7 +92,8 @@ def follow_model(choice: str):
     except (OSError, ValueError) as e:
         return f"⚠️ {str(e).splitlines()[0]}", gr.update(), gr.update()
     language = gr.update(choices=facts.languages, value=facts.languages[0][1], interactive=facts.multilingual)
-    info = None if facts.multilingual else "English-only model: transcription only"
+    # The info line is replaced either way (None would leave the last model's in place).
+    info = "translate: into English" if facts.multilingual else "English-only model: transcription only"
     task = gr.update(choices=facts.tasks, value="transcribe", interactive=facts.multilingual, info=info)
     return describe_model(choice, facts), language, task
 
