@@ -158,7 +158,10 @@ def _decode_in_pieces(sound, sample_rate: int) -> np.ndarray:
         rate = sound.samplerate
         stream = soxr.ResampleStream(rate, sample_rate, 1, dtype="float32") if rate != sample_rate else None
         pieces = []
-        for block in sound.blocks(blocksize=PIECE_FRAMES, dtype="float32", always_2d=True):
+        # read(), not blocks(): a container whose header overstates its length (mp3's frame
+        # count is an estimate) makes blocks() pad its last block with uninitialized memory;
+        # read() returns only the frames that were decoded.
+        while (block := sound.read(PIECE_FRAMES, dtype="float32", always_2d=True)).shape[0]:
             mono = block.mean(axis=1) if block.shape[1] > 1 else block[:, 0]
             pieces.append(stream.resample_chunk(mono) if stream else mono)
         if stream is not None:

@@ -1,6 +1,7 @@
 """Audio in: every container we promise, channels, sample rates, and the input forms."""
 
 import io
+import os
 
 import numpy as np
 import pytest
@@ -124,3 +125,20 @@ def test_files_are_decoded_in_pieces_with_the_same_result(tmp_path, monkeypatch)
     pieces = audio.load_audio(str(path))
     assert pieces.shape == whole.shape
     np.testing.assert_allclose(pieces, whole, atol=1e-5)
+
+
+def test_an_mp3_whose_header_overstates_its_length_decodes_no_stale_memory():
+    """libsndfile's mp3 frame count is an estimate (this clip: 240 frames too many). Decoding
+    must end where the data ends, not pad with whatever memory held before: the heap is
+    filled with huge values first, so stale memory would show."""
+    from scriba.engine.audio import _decode_with_av
+
+    path = os.path.join(
+        os.path.dirname(__file__), "..", "data", "multilingual", "ja_mfa_common_voice_ja_24511055.mp3"
+    )
+    for _ in range(8):  # freed blocks of the sizes the decoder asks for, full of 1e30
+        junk = np.full(1 << 18, 1e30, dtype=np.float32)
+        del junk
+    samples = load_audio(path)
+    assert np.abs(samples).max() < 1.0
+    assert len(samples) == len(_decode_with_av(path, 16000))  # FFmpeg's count of decoded samples

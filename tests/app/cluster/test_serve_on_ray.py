@@ -3,7 +3,9 @@ local Ray), answering the official `openai` client as the plain server does."""
 
 from __future__ import annotations
 
+import http.client
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -20,9 +22,16 @@ JFK = os.path.join(os.path.dirname(__file__), "..", "..", "..", "assets", "jfk.f
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below the kernel's ephemeral range (32768 up), from which Ray's own servers
+    take theirs as it starts: an ephemeral one could be taken by Ray before Serve binds it."""
+    for port in random.Random().sample(range(20000, 30000), 200):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 20000-29999")
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +48,7 @@ def served(tmp_path_factory):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
             break
-        except OSError:
+        except (OSError, http.client.HTTPException):  # not up yet
             time.sleep(0.5)
     yield port, process
     process.send_signal(signal.SIGINT)
