@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 QUANT_HELP = (
-    "int8: int8 weights and activations in the Linear layers (CPU only; faster than float32, "
-    "dev-set WER +0.005; README: CPU modes)"
+    "int8: int8 weights and activations in the Linear layers (CPU only; transcription's default "
+    "there unless --dtype is given; README: CPU modes)"
 )
 
 
@@ -17,7 +17,8 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "--dtype",
         default="auto",
         choices=["auto", "float32", "float16", "bfloat16"],
-        help="compute dtype (auto: float16 on a GPU, float32 on the CPU)",
+        help="compute dtype (auto: float16 on a GPU; on the CPU float32, and int8 Linear layers "
+        "for transcription; float32: the exact mode)",
     )
     parser.add_argument("--quantization", default=None, choices=["int8"], help=QUANT_HELP)
     parser.add_argument(

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 
+import torch
+
 from scriba.app.engine_loop import EngineBusy, EngineClosed, EngineLoop
 from scriba.engine.engine import Engine
 from scriba.models.offline import DEFAULT, installed_offline_models
@@ -20,6 +22,7 @@ __all__ = [
     "check_options",
     "default_whisper_models",
     "get_loop",
+    "speech_config",
     "get_engine",
     "close_loops",
 ]
@@ -50,6 +53,20 @@ def default_whisper_models() -> list[str | None]:
     """The Whisper models offered when none are named: the bundled tiny.en (None), and the
     other offline models that are installed (`base`, with the multilingual extra)."""
     return [None] + [name for name in installed_offline_models() if name != DEFAULT]
+
+
+def speech_config(config: dict) -> dict:
+    """The engine settings a transcription runs with: on a CPU, unless a dtype or a
+    quantization is asked for, int8 (models/quantize.py). Measured on real speech
+    (benchmarks/bench_whisper.py, README: CPU modes): 1.3-1.5x float32's speed, and over the
+    dev sets' 2,000 words no higher word error rate. `dtype="float32"` is the exact mode, the
+    one the transformers oracle checks token for token; the Engine itself defaults to it."""
+    if config.get("quantization") or config.get("dtype", "auto") != "auto":
+        return config
+    device = str(config.get("device") or "auto")
+    if device == "cpu" or (device == "auto" and not torch.cuda.is_available()):
+        return {**config, "quantization": "int8"}
+    return config
 
 
 def get_loop(model: str | None = None, **config) -> EngineLoop:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from scriba.app.engines import check_options, get_loop
+from scriba.app.engines import check_options, get_loop, speech_config
 from scriba.app.language_vote import MAX_WINDOWS, THRESHOLD, LanguageVote
 from scriba.app.longform import (
     Guards,
@@ -106,7 +106,7 @@ def transcribe(
     report = reporter(progress)
     say = report or (lambda p: None)
     say(Progress("loading model"))
-    loop = get_loop(model, **engine_config)
+    loop = get_loop(model, **speech_config(engine_config))
     language = _check_request_options(loop.engine, language, task)
     guards = Guards(
         compression_ratio_threshold, logprob_threshold, no_speech_threshold, hallucination_silence_threshold

@@ -32,7 +32,8 @@ def test_transcribe_reports_stages_and_growing_counts():
     gap = np.zeros(3 * 16000, np.float32)
     audio = np.concatenate([jfk, gap] * 5)  # 70 s: five windows, cut in the pauses
     events = []
-    result = scriba.transcribe((audio, 16000), progress=events.append)
+    # float32: the slower mode, so that windows are seen in part (reports come every 0.5 s)
+    result = scriba.transcribe((audio, 16000), progress=events.append, dtype="float32")
     stages = [e.stage for e in events]
     assert stages[:4] == ["loading model", "reading audio", "finding speech", "transcribing"]
     assert stages[-1] == "done" and set(stages[4:-1]) == {"transcribing"}

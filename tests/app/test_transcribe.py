@@ -225,9 +225,9 @@ def test_bad_audio_request_leaves_other_requests_running(jfk):
 def test_sixteen_threads_share_engine_steps(jfk):
     from concurrent.futures import ThreadPoolExecutor
 
-    from scriba.app.engines import get_loop
+    from scriba.app.engines import get_loop, speech_config
 
-    loop = get_loop(None)
+    loop = get_loop(None, **speech_config({}))  # the engine transcribe() uses by default
     loop.max_batch_size = 0
     clips = [(jfk[: 16000 * (6 + i % 5)], 16000) for i in range(16)]  # 6-10 s: different endings
     with ThreadPoolExecutor(16) as pool:

@@ -44,10 +44,10 @@ class Transcriber:
     one engine loop), which keeps the batch full while one call finishes its last windows."""
 
     def __init__(self, model: str | None, options: dict, engine_config: dict):
-        from scriba.app.engines import get_loop
+        from scriba.app.engines import get_loop, speech_config
 
         self.model, self.options, self.engine_config = model, options, engine_config
-        get_loop(model, **engine_config)  # load now: the first batch should not wait for it
+        get_loop(model, **speech_config(engine_config))  # load now: the first batch should not wait for it
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list]:
         """{"path": [n]} -> {"path": [n], "row": [n] JSON rows}, in the same order."""

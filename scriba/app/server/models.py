@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from scriba.app.engines import close_loops, default_whisper_models, get_loop
+from scriba.app.engines import close_loops, default_whisper_models, get_loop, speech_config
 from scriba.app.server.errors import APIError
 
 BUNDLED_NAME = "tiny.en"  # the bundled default Whisper (model=None)
@@ -59,7 +59,8 @@ class ServedModels:
                 self._recent.pop(old)
         for old in evict:
             close_loops(old)
-        loop = get_loop(model, **self.engine_config)
+        speech = self.summarizer is None or model != self.summarizer  # Whisper: transcription's settings
+        loop = get_loop(model, **(speech_config(self.engine_config) if speech else self.engine_config))
         loop.max_pending = self.max_pending
         return loop
 

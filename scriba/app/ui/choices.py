@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from scriba.app.engines import get_loop
+from scriba.app.engines import get_loop, speech_config
 
 BUNDLED = "tiny.en (bundled)"  # the dropdown's name for the offline default (model=None)
 
@@ -31,7 +31,7 @@ def whisper_facts(choice: str | None) -> WhisperFacts:
     """Loads the model (the shared engine the transcriptions use) and reads its languages."""
     from transformers.models.whisper.tokenization_whisper import LANGUAGES
 
-    tokens = get_loop(model_arg(choice)).engine.model.tokens
+    tokens = get_loop(model_arg(choice), **speech_config({})).engine.model.tokens
     if not tokens.is_multilingual:
         return WhisperFacts(False, [("English", "en")])
     named = sorted((LANGUAGES.get(code, code).title(), code) for code in tokens.lang_to_id)

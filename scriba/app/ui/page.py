@@ -39,7 +39,9 @@ def _options(models: list[str]) -> list:
         )
         task = gr.Radio(["transcribe"], value="transcribe", label="Task", elem_id="task", interactive=False)
         timestamps = gr.Checkbox(value=True, label="Timestamps")
-        precision = gr.Radio(list(PRECISIONS), value="float32", label="Precision (int8: CPU, faster)")
+        precision = gr.Radio(
+            list(PRECISIONS), value="int8", label="Precision (int8: CPU; float32: exact, slower)"
+        )
         word_timestamps = gr.Checkbox(value=False, label="Word timestamps")
     return [model, language, task, timestamps, precision, word_timestamps]
 

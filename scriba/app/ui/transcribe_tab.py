@@ -15,11 +15,15 @@ from scriba.app.writers import FORMATS, write_transcript
 from scriba.engine.audio import SAMPLE_RATE, AudioError, load_audio
 
 # The precision choices, as engine options (README: CPU modes).
-PRECISIONS = {"float32": {}, "bfloat16": {"dtype": "bfloat16"}, "int8": {"quantization": "int8"}}
+PRECISIONS = {
+    "int8": {"quantization": "int8"},
+    "float32": {"dtype": "float32"},
+    "bfloat16": {"dtype": "bfloat16"},
+}
 
 
 def run_transcription(
-    audio_path, model, language, task, timestamps, precision="float32", word_timestamps=False, progress=None
+    audio_path, model, language, task, timestamps, precision="int8", word_timestamps=False, progress=None
 ):
     """Gradio handler: (language line, transcript, segment rows, download files, word rows).
     `progress` (Gradio's) gets the stages and the windows as they finish."""
