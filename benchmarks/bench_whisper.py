@@ -1,106 +1,115 @@
-"""Whisper on real speech on this CPU: Scriba's modes vs faster-whisper vs transformers.
+"""Whisper on real speech on this CPU: Scriba against faster-whisper, the same weights.
 
-    python benchmarks/bench_whisper.py [--data ../shared/data/dev_speech] [--skip bfloat16]
+    python benchmarks/bench_whisper.py [--models tiny.en,base] [--skip float32]
+        [--data ../shared/data] [--out benchmarks/results/whisper_modes_cpu.txt]
 
-Same weights everywhere (the bundled tiny.en). Two workloads, in one run:
-  short      the dev set's short English utterances (MANIFEST.tsv) and jfk.flac
-  long-form  the dev set's long-form recording (158 s)
-Systems, each warmed up on one file first, greedy, English, timestamps on:
-  Scriba float32 / bfloat16 / int8   scriba.transcribe(all files): its batch (mode="batched";
-                                     for long-form also mode="sequential"; Silero VAD on for
-                                     audio over 30 s, as by default)
-  faster-whisper int8 / float32      WhisperModel.transcribe, one file at a time, and its
-                                     BatchedInferencePipeline (batch_size 8, its defaults: VAD
-                                     chunks, no timestamp tokens); the `bench` extra
-  transformers float32               short: generate() on the batched features; long-form:
-                                     generate() on the whole recording (sequential long-form)
-Prints real-time factor (audio seconds per second), WER against the references (lower case,
-punctuation dropped, digits spelled), texts equal to Scriba float32's, and each Scriba mode's
-ratio to faster-whisper int8 (the faster of its two ways). Keep the machine otherwise idle.
+Two workloads, in one run, for each model (tiny.en, the bundled English-only model, and the
+multilingual base of the `multilingual` extra):
+  long-form  the 7.8-minute dev long-form recording (dev_longform) and the 158 s sonnets
+             (dev_speech/longform), each file transcribed alone
+  short      the 24 short English utterances of dev_speech and jfk.flac (166 s)
+Systems, each warmed up on one file first, greedy, timestamps on unless the system decodes
+without them, language "en" (so every system skips detection):
+  Scriba default / float32   scriba.transcribe(): its default on this CPU (int8 Linear layers)
+                             and the exact mode; the short clips go in one call (one batch)
+  faster-whisper int8        WhisperModel.transcribe, one file at a time (its sequential
+                             long-form), and BatchedInferencePipeline (its faster mode: VAD
+                             chunks of up to 30 s, batch 8, no timestamp tokens)
+Prints the real-time factor (audio seconds per second), WER against the references (lower case,
+punctuation dropped, digits spelled) and each Scriba mode's ratio to the faster of
+faster-whisper's two ways. Keep the machine otherwise idle: the ratios compare seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import os
+import sys
 import time
 
 import soundfile as sf
 import torch
-from whisper_systems import faster_whisper_systems, scriba_systems, transformers_system
 from wer import load_manifest, wer
+from whisper_systems import faster_whisper_systems, scriba_systems
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "..", "shared", "data")
 JFK = os.path.join(HERE, "..", "assets", "jfk.flac")
-JFK_TEXT = "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
+JFK_TEXT = (
+    "And so my fellow Americans, ask not what your country can do for you,"
+    " ask what you can do for your country."
+)
+LINES: list[str] = []
+
+
+def say(line: str = "") -> None:
+    print(line, flush=True)
+    LINES.append(line)
 
 
 def workloads(data: str) -> dict[str, tuple[list[str], list[str]]]:
-    files, refs = load_manifest(data, "short")
-    return {"short": (files + [JFK], refs + [JFK_TEXT]), "long-form": load_manifest(data, "longform")}
+    short, short_refs = load_manifest(os.path.join(data, "dev_speech"), "short")
+    sonnets, sonnet_refs = load_manifest(os.path.join(data, "dev_speech"), "longform")
+    with open(os.path.join(data, "dev_longform", "MANIFEST.tsv"), newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    chapter = [os.path.join(data, "dev_longform", r["file"]) for r in rows]
+    return {
+        "long-form": (chapter + sonnets, [r["reference_text"] for r in rows] + sonnet_refs),
+        "short": (short + [JFK], short_refs + [JFK_TEXT]),
+    }
 
 
-def measure(run, files: list[str]) -> tuple[float, list[str]]:
-    run(files[:1])  # warm-up: model load, first-pass allocations
+def measure(run, files: list[str], one_by_one: bool) -> tuple[float, list[str]]:
+    run(files[:1])  # warm-up: model load, first allocations
     start = time.perf_counter()
-    texts = [t.strip() for t in run(files)]
-    return time.perf_counter() - start, texts
+    texts = [t for f in files for t in run([f])] if one_by_one else run(files)
+    return time.perf_counter() - start, [t.strip() for t in texts]
 
 
 def bench(name: str, files: list[str], refs: list[str], systems: dict) -> dict[str, float]:
     seconds = sum(sf.info(f).duration for f in files)
     words = sum(len(r.split()) for r in refs)
-    print(f"\n{name}: {len(files)} files, {seconds:.0f} s, {words} reference words")
-    print(f"{'system':<40} {'RTFx':>7} {'WER':>7}  same text as Scriba float32")
-    rtfx, texts = {}, {}
+    say(f"\n{name}: {len(files)} files, {seconds:.0f} s, {words} reference words")
+    say(f"{'system':<36} {'RTFx':>7} {'WER':>7}")
+    rtfx = {}
     for system, run in systems.items():
-        elapsed, texts[system] = measure(run, files)
+        # Long-form files are transcribed one at a time by every system, as a user runs them.
+        elapsed, texts = measure(run, files, one_by_one=name == "long-form")
         rtfx[system] = seconds / elapsed
-        base = texts.get("Scriba float32") or texts[system]
-        same = sum(a == b for a, b in zip(texts[system], base))
-        print(
-            f"{system:<40} {rtfx[system]:6.1f}x {wer(refs, texts[system]):7.4f}  {same}/{len(files)}",
-            flush=True,
-        )
-    return rtfx, texts
+        say(f"{system:<36} {rtfx[system]:6.1f}x {wer(refs, texts):7.4f}")
+    bar = max(((v, k) for k, v in rtfx.items() if k.startswith("faster-whisper")), default=None)
+    if bar is not None:
+        say(f"ratios to {bar[1]} ({bar[0]:.1f}x):")
+        for system, value in rtfx.items():
+            if system.startswith("Scriba"):
+                say(f"  {system:<34} {value / bar[0]:.2f}x")
+    return rtfx
 
 
-def ratios(rtfx: dict[str, float]) -> None:
-    bar = max((v, k) for k, v in rtfx.items() if k.startswith("faster-whisper int8"))
-    print(f"vs {bar[1]} ({bar[0]:.1f}x):")
-    for system, value in rtfx.items():
-        if system.startswith("Scriba"):
-            print(f"  {system:<38} {value / bar[0]:.2f}x")
-
-
-def main() -> None:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=os.path.join(HERE, "..", "..", "shared", "data", "dev_speech"))
+    parser.add_argument("--models", default="tiny.en,base")
     parser.add_argument("--skip", default="", help="comma-separated Scriba modes to leave out")
-    args = parser.parse_args()
+    parser.add_argument("--data", default=DATA)
+    parser.add_argument("--out", default=None, help="also write the printed lines here")
+    args = parser.parse_args(argv)
     from bench_bart import cpu_name
 
-    print(f"machine: {cpu_name()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}")
-    modes = [m for m in ("float32", "bfloat16", "int8") if m not in args.skip.split(",")]
-    all_refs, all_texts = [], {}  # Scriba's default (batched) texts over both workloads
-    for name, (files, refs) in workloads(args.data).items():
-        systems = scriba_systems(modes, sequential=name == "long-form")
-        systems.update(faster_whisper_systems(torch.get_num_threads()))
-        systems.update(transformers_system(long_form=name == "long-form"))
-        rtfx, texts = bench(name, files, refs, systems)
-        if any(k.startswith("faster-whisper int8") for k in rtfx):
-            ratios(rtfx)
-        all_refs += refs
-        for system, t in texts.items():
-            all_texts.setdefault(system, []).extend(t)
-    print(
-        f"\nWER over both workloads ({sum(len(r.split()) for r in all_refs)} words), Scriba's default mode:"
-    )
-    for mode in modes:
-        texts = all_texts[f"Scriba {mode}"]
-        delta = wer(all_refs, texts) - wer(all_refs, all_texts["Scriba float32"])
-        print(f"  Scriba {mode:<10} {wer(all_refs, texts):.4f} ({delta:+.4f} vs float32)")
+    say(f"# python benchmarks/bench_whisper.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    say(f"# machine: {cpu_name()}, {torch.get_num_threads()} torch threads, torch {torch.__version__}")
+    modes = [m for m in ("default", "float32") if m not in args.skip.split(",")]
+    for model in args.models.split(","):
+        say(f"\n## {model}")
+        for name, (files, refs) in workloads(args.data).items():
+            systems = scriba_systems(modes, model=model, language="en")
+            systems.update(faster_whisper_systems(torch.get_num_threads(), model, compute_types=("int8",)))
+            bench(name, files, refs, systems)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(LINES) + "\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

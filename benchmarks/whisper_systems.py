@@ -9,46 +9,56 @@ import torch
 import scriba
 from scriba.engine.audio import load_audio
 from scriba.models.ctranslate2 import load_ctranslate2_whisper
+from scriba.models.offline import offline_model_path
 from scriba.models.registry import default_model_path
 
 SCRIBA_MODES = {
-    "float32": {"dtype": "float32"},
+    "default": {},  # on this CPU: int8 (scriba.app.engines.speech_config)
+    "float32": {"dtype": "float32"},  # the exact mode
     "bfloat16": {"dtype": "bfloat16"},
     "int8": {"quantization": "int8"},
 }
 
 
-def scriba_systems(modes: list[str], sequential: bool) -> dict:
-    """Scriba in each mode through `scriba.transcribe` (all files in one call), batched windows;
-    with `sequential`, also mode="sequential" (each window conditioned on the one before)."""
+def scriba_systems(
+    modes: list[str], model: str | None = None, sequential: bool = False, language: str | None = None
+) -> dict:
+    """Scriba in each mode through `scriba.transcribe` (all files in one call: their windows
+    share engine steps), batched windows; with `sequential`, also mode="sequential"."""
     systems = {}
     for kind in ("batched", "sequential") if sequential else ("batched",):
         for mode in modes:
             name = f"Scriba {mode}" + (" sequential" if kind == "sequential" else "")
-            options = dict(SCRIBA_MODES[mode], mode=kind)
+            options = dict(SCRIBA_MODES[mode], mode=kind, model=model, language=language)
             systems[name] = lambda files, o=options: [t.text for t in scriba.transcribe(files, **o)]
     return systems
 
 
-def faster_whisper_systems(threads: int) -> dict:
-    """faster-whisper int8 and float32, one file at a time and batched; {} if not installed."""
+def faster_whisper_systems(
+    threads: int, model: str | None = None, compute_types=("int8", "float32"), language: str | None = "en"
+) -> dict:
+    """faster-whisper, one file at a time and batched (its BatchedInferencePipeline), on the
+    same weights (`model`: an offline name; None: tiny.en); {} if not installed."""
     try:
         from faster_whisper import BatchedInferencePipeline, WhisperModel
     except ImportError:
         print("faster-whisper is not installed (pip install -e '.[bench]'): its rows are left out")
         return {}
+    folder = offline_model_path(model or "tiny.en")
     systems = {}
-    for compute_type in ("int8", "float32"):
-        model = WhisperModel(
-            default_model_path(), device="cpu", compute_type=compute_type, cpu_threads=threads
-        )
+    for compute_type in compute_types:
+        model = WhisperModel(folder, device="cpu", compute_type=compute_type, cpu_threads=threads)
         batched = BatchedInferencePipeline(model)
 
         def one_by_one(files, m=model):
-            return ["".join(s.text for s in m.transcribe(f, beam_size=1, language="en")[0]) for f in files]
+            return [
+                "".join(s.text for s in m.transcribe(f, beam_size=1, language=language)[0]) for f in files
+            ]
 
         def in_batches(files, b=batched):
-            return ["".join(s.text for s in b.transcribe(f, beam_size=1, language="en")[0]) for f in files]
+            return [
+                "".join(s.text for s in b.transcribe(f, beam_size=1, language=language)[0]) for f in files
+            ]
 
         systems[f"faster-whisper {compute_type}"] = one_by_one
         systems[f"faster-whisper {compute_type} batched"] = in_batches
