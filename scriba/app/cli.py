@@ -2,7 +2,7 @@
 
     scriba transcribe FILE ... [--model M] [--language L] [--task T] [--mode M] [--beam-size K]
                                [--format txt|srt|vtt|json] [--output-dir DIR]
-    scriba summarize FILE|- [--model M] [--max-length N] [--min-length N]
+    scriba summarize FILE|TRANSCRIPT.json|- [--model M] [--max-length N] [--min-length N] [--format txt|json]
     scriba ui [--host 127.0.0.1] [--port 7860] [--share]
     scriba download MODEL [--revision R] [--to FOLDER]
     scriba serve [--host 127.0.0.1] [--port 8000] [--model M ...] [--summarizer S] [--api-key KEY] [--ui]
@@ -95,11 +95,18 @@ def _add_transcribe(sub) -> None:
 
 
 def _add_summarize(sub) -> None:
-    sm = sub.add_parser("summarize", help="summarize a text file, or standard input with -")
-    sm.add_argument("file", help="a text file, or - for standard input")
+    sm = sub.add_parser(
+        "summarize", help="summarize a text file or a transcript's JSON (with sections), or standard input"
+    )
+    sm.add_argument(
+        "file", help="a text file, a `scriba transcribe --format json` file, or - for standard input"
+    )
     sm.add_argument("--model", default="facebook/bart-large-cnn")
     sm.add_argument("--max-length", type=int, default=None)
     sm.add_argument("--min-length", type=int, default=None)
+    sm.add_argument(
+        "--format", default="txt", choices=["txt", "json"], help="json: the summary, its levels and sections"
+    )
     add_engine_options(sm)
 
 
@@ -241,21 +248,41 @@ def run_transcribe(args: argparse.Namespace) -> int:
 def run_summarize(args: argparse.Namespace) -> int:
     from scriba.app.summarize import summarize
 
-    if args.file == "-":
-        text = sys.stdin.read()
-    else:
-        with open(args.file, encoding="utf-8") as f:
-            text = f.read()
-    print(
-        summarize(
-            text,
-            model=args.model,
-            max_length=args.max_length,
-            min_length=args.min_length,
-            **engine_options(args),
-        )
+    text = sys.stdin.read() if args.file == "-" else _read_text(args.file)
+    summary = summarize(
+        _transcript_or_text(text),
+        model=args.model,
+        max_length=args.max_length,
+        min_length=args.min_length,
+        **engine_options(args),
     )
+    if args.format == "json":
+        print(json.dumps(summary.to_dict(), ensure_ascii=False, indent=2))
+        return 0
+    print(summary)
+    if len(summary.sections) > 1:
+        print("\n" + "\n".join(f"{s.time_range}  {' '.join(s.summary.split())}" for s in summary.sections))
+    if summary.levels > 1:
+        levels = " -> ".join(str(n) for n in summary.pieces)
+        print(f"scriba: summarized in {summary.levels} levels ({levels} pieces)", file=sys.stderr)
     return 0
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _transcript_or_text(text: str):
+    """A transcript's JSON (`scriba transcribe --format json`) as its dict; anything else as text."""
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            return text
+        if isinstance(data, dict) and "segments" in data:
+            return data
+    return text
 
 
 def run_ui(args: argparse.Namespace) -> int:

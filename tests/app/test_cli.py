@@ -100,6 +100,32 @@ def test_summarize_file_and_stdin(tiny_bart, tmp_path):
     assert missing.returncode == 1 and "No such file" in missing.stderr
 
 
+def test_summarize_a_transcript_json_with_sections(tiny_bart, tmp_path):
+    import json
+    import re
+
+    segments = [
+        {"start": i * 5.0, "end": i * 5.0 + 4, "text": f" Part {i} tells of item {i % 5}."} for i in range(40)
+    ]
+    path = tmp_path / "talk.json"
+    path.write_text(json.dumps({"text": "", "language": "en", "segments": segments}))
+    plain = scriba("summarize", str(path), "--model", tiny_bart[0], "--max-length", "20")
+    assert plain.returncode == 0, plain.stderr
+    # The summary, a blank line, then a line per section (the random model's text may hold newlines)
+    rows = [line for line in plain.stdout.split("\n") if re.match(r"\d\d:\d\d:\d\d–\d\d:\d\d:\d\d  ", line)]
+    assert len(rows) > 3 and rows[0].startswith("00:00:00–") and plain.stdout.endswith(rows[-1] + "\n")
+    assert rows[-1].startswith(f"{rows[-2][9:17]}–00:03:19  ")  # in order, without gaps, to the end
+    assert "scriba: summarized in" in plain.stderr and "pieces" in plain.stderr
+    as_json = scriba(
+        "summarize", str(path), "--model", tiny_bart[0], "--max-length", "20", "--format", "json"
+    )
+    data = json.loads(as_json.stdout)
+    assert plain.stdout.startswith(data["summary"] + "\n\n") and [s["time_range"] for s in data["sections"]] == [
+        r[:17] for r in rows
+    ]
+    assert data["pieces"][0] == len(rows) and data["levels"] == len(data["pieces"])
+
+
 def test_transcribe_in_the_cpu_modes():
     """--quantization int8 and --dtype bfloat16, with --threads, give jfk's words."""
     from oracle import JFK_WORDS, words

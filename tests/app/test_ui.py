@@ -115,6 +115,30 @@ def test_summary_inputs_are_bounded(tiny_bart, tmp_path, monkeypatch):
     )
 
 
+def test_transcript_summary_has_sections_and_goes_into_the_json(tiny_bart, tmp_path):
+    import json
+
+    from scriba.app.ui.summarize_tab import run_transcript_summary
+
+    with pytest.raises(gr.Error, match="Transcribe something first"):
+        run_transcript_summary(None, tiny_bart[0])
+    segments = [{"start": i * 5.0, "end": i * 5.0 + 4, "text": f" Part {i} of the talk."} for i in range(30)]
+    files = [tmp_path / "talk.txt", tmp_path / "talk.json"]
+    files[0].write_text("text")
+    files[1].write_text(json.dumps({"text": "...", "segments": segments}))
+    summary, rows, downloads = run_transcript_summary([str(f) for f in files], tiny_bart[0])
+    assert summary.strip() and len(rows["value"]) > 1 and rows["value"][0][:1] == ["00:00:00"]
+    assert (
+        downloads[0] == str(files[0]) and downloads[1].endswith("talk.json") and downloads[1] != str(files[1])
+    )
+    with open(downloads[1]) as f:
+        written = json.load(f)
+    assert written["segments"] == segments and written["summary"]["summary"] == summary
+    assert [
+        [s["time_range"][:8], s["time_range"][9:], s["summary"]] for s in written["summary"]["sections"]
+    ] == (rows["value"])
+
+
 def test_scratch_folders_are_deleted_after_an_hour(monkeypatch):
     import time as clock
 

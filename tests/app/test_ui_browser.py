@@ -169,6 +169,34 @@ def test_long_file_progress_moves_and_a_segment_click_plays_from_there(page, fiv
     )
     page.wait_for_selector("#audio button[aria-label='Pause']", timeout=10_000)  # playing
     shoot(page, "segment_clicked")
+    summarized_in_sections_that_seek(page, shoot)
+
+
+def summarized_in_sections_that_seek(page, shoot):
+    """Summarize this transcript: sections with time ranges (the tiny BART takes 256 tokens: a
+    five-minute transcript makes many); a click on one plays from its start; the JSON download
+    carries the summary and its sections."""
+    import json
+    import urllib.request
+
+    page.click("#summarize-transcript-button")
+    page.wait_for_selector("#summary-sections [role=gridcell]", timeout=120_000)
+    starts = page.locator("#summary-sections [role=gridcell].first-column").all_inner_texts()
+    assert len(starts) > 3 and starts[0] == "00:00:00"
+    assert page.locator("#transcript-summary textarea").input_value().strip()
+    shoot(page, "transcript_summarized")
+    h, m, sec = (int(x) for x in starts[2].split(":"))
+    page.locator("#summary-sections [role=gridcell].first-column").nth(2).click()
+    page.wait_for_function(
+        "t => { const m = document.querySelector('#audio #time').textContent.split(':');"
+        " return Math.abs(60 * m[0] + 1 * m[1] - t) <= 2; }",
+        arg=3600 * h + 60 * m + sec,
+        timeout=10_000,
+    )
+    link = page.locator("#downloads a[href$='.json']").first.get_attribute("href")
+    with urllib.request.urlopen(urllib.parse.urljoin(page.url, link)) as response:
+        summary = json.load(response)["summary"]
+    assert [s["time_range"][:8] for s in summary["sections"]] == starts and summary["summary"].strip()
 
 
 def test_english_only_model_offers_no_translate(page, shoot):

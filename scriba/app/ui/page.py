@@ -13,9 +13,13 @@ from scriba.app.summarize import DEFAULT_SUMMARIZER
 from scriba.app.ui import uploads
 from scriba.app.ui.choices import BUNDLED, Summarizer, preload
 from scriba.app.ui.live_tab import build_live_tab
-from scriba.app.ui.summarize_tab import build_summarize_tab, run_summary, summarizer_state
+from scriba.app.ui.summarize_tab import (
+    build_summarize_tab,
+    build_transcript_summary,
+    run_transcript_summary,
+    summarizer_state,
+)
 from scriba.app.ui.transcribe_tab import PRECISIONS, follow_model, run_transcription, seek_to_segment
-
 
 # After a segment click has moved the player: play from there (the player's own Play button).
 PLAY_JS = "() => { document.querySelector('#audio button[aria-label=\"Play\"]')?.click(); }"
@@ -92,12 +96,7 @@ def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER):
             options = _options(models)
             go = gr.Button("Transcribe", variant="primary", elem_id="transcribe-button")
             out = _results()
-            to_summary = gr.Button(
-                "Summarize this transcript", elem_id="summarize-transcript-button", interactive=False
-            )
-            transcript_summary = gr.Textbox(
-                label="Summary of the transcript", interactive=False, elem_id="transcript-summary"
-            )
+            to_summary, transcript_summary, sections = build_transcript_summary(gr)
         with gr.Tab("Live"):
             build_live_tab(gr, options[0])
         with gr.Tab("Summarize"):
@@ -116,12 +115,13 @@ def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER):
         outputs = [out["language"], out["transcript"], out["segments"], out["downloads"], out["words"]]
         go.click(transcribe_with_progress, [audio, *options], outputs, api_name="transcribe")
         out["segments"].select(_seek, None, [audio]).then(None, js=PLAY_JS)
-        # The transcript is summarized with the configured summarizer.
+        # The transcript is summarized with the configured summarizer, section by section.
         to_summary.click(
-            lambda t, m: run_summary(t, None, m, 0, 0),
-            [out["transcript"], summary_model_state],
-            [transcript_summary],
+            run_transcript_summary,
+            [out["downloads"], summary_model_state],
+            [transcript_summary, sections, out["downloads"]],
         )
+        sections.select(_seek, None, [audio]).then(None, js=PLAY_JS)
     # Several requests run at once; their windows join the shared engines' batches.
     return demo.queue(default_concurrency_limit=4)
 

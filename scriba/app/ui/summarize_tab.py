@@ -4,7 +4,11 @@ and one sentence says how to get it."""
 
 from __future__ import annotations
 
+import json
+import os
+
 from scriba.app.summarize import summarize
+from scriba.app.summary_result import hms
 from scriba.app.ui import uploads
 from scriba.app.ui.choices import Summarizer
 
@@ -29,6 +33,47 @@ def run_summary(text, upload, model, max_length, min_length):
         )
     except (OSError, ValueError) as e:
         raise uploads.user_error(str(e).splitlines()[0]) from None
+
+
+def run_transcript_summary(downloads, model):
+    """Gradio handler for "Summarize this transcript": reads the transcript's JSON download and
+    returns (the summary, its section rows [start, end, summary], the downloads with the JSON
+    now carrying the summary and its sections)."""
+    import gradio as gr
+
+    paths = [getattr(d, "name", d) for d in downloads or []]
+    found = [p for p in paths if str(p).endswith(".json")]
+    if not found:
+        raise uploads.user_error("Transcribe something first.")
+    with open(found[0], encoding="utf-8") as f:
+        transcript = json.load(f)
+    if not "".join(s.get("text", "") for s in transcript.get("segments", [])).strip():
+        raise uploads.user_error("The transcript has no text to summarize.")
+    try:
+        summary = summarize(transcript, model=model)
+    except (OSError, ValueError) as e:
+        raise uploads.user_error(str(e).splitlines()[0]) from None
+    transcript["summary"] = summary.to_dict()
+    path = os.path.join(uploads.scratch_folder("scriba-"), os.path.basename(found[0]))
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(transcript, f, ensure_ascii=False, indent=2)
+    rows = [[hms(s.start), hms(s.end), s.summary] for s in summary.sections]
+    files = [path if p == found[0] else p for p in paths]
+    return str(summary), gr.update(value=rows, visible=True), files
+
+
+def build_transcript_summary(gr):
+    """The Transcribe tab's summary: the button, the summary, its sections (click: play)."""
+    button = gr.Button("Summarize this transcript", elem_id="summarize-transcript-button", interactive=False)
+    summary = gr.Textbox(label="Summary of the transcript", interactive=False, elem_id="transcript-summary")
+    sections = gr.Dataframe(
+        headers=["start", "end", "summary"],
+        label="Sections (click one to play from there)",
+        interactive=False,
+        elem_id="summary-sections",
+        visible=False,
+    )
+    return button, summary, sections
 
 
 def summarizer_state(summarizer: Summarizer):
