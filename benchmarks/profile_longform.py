@@ -1,9 +1,9 @@
 """Where one long file's time goes on this CPU, and how full the engine's batches are.
 
-    python benchmarks/profile_longform.py [FILE] [--model tiny.en] [--quantization int8]
+    python benchmarks/profile_longform.py [FILE] [--model tiny.en] [--quantization int8 | --dtype float32]
         [--out benchmarks/results/profile_longform_cpu.txt]
 
-Transcribes FILE (default: the 7.8-minute dev long-form recording) with Scriba's defaults,
+Transcribes FILE (default: the 7.8-minute dev long-form recording) with Scriba's defaults (int8 on a CPU; --dtype float32 for the exact mode),
 once to warm up and once measured, with timers wrapped around the parts (CPU ops are
 synchronous, so wall time is exact): VAD, log-mel features, the encoder, the decoder's self-
 and cross-attention, the rest of the decoder, the output projection, sampling and the engine's
@@ -26,7 +26,7 @@ import torch
 import scriba
 from scriba.app import transcribe as transcribe_module
 from scriba.app import window_decoder
-from scriba.app.engines import get_engine
+from scriba.app.engines import get_engine, speech_config
 from scriba.engine import audio, model_runner
 from scriba.kernels.metadata import AttentionType
 from scriba.models.layers import Attention
@@ -158,11 +158,14 @@ def main(argv=None) -> int:
     parser.add_argument("file", nargs="?", default=LONG)
     parser.add_argument("--model", default=None)
     parser.add_argument("--quantization", default=None)
+    parser.add_argument("--dtype", default=None, help="float32: the exact mode (default: int8 on a CPU)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
-    options = {"model": args.model} | ({"quantization": args.quantization} if args.quantization else {})
+    asked = {k: v for k, v in (("quantization", args.quantization), ("dtype", args.dtype)) if v}
+    config = speech_config(asked)  # what transcribe() runs with: int8 on a CPU unless asked
+    options = {"model": args.model, **asked}
     scriba.transcribe(args.file, **options)  # warm-up: model load, first allocations
-    engine = get_engine(args.model, **({"quantization": args.quantization} if args.quantization else {}))
+    engine = get_engine(args.model, **config)
     timers, steps, windows = Timers(), [], collections.Counter()
     instrument(engine, timers, steps)
     count_windows(windows)
@@ -173,7 +176,7 @@ def main(argv=None) -> int:
     header = [
         f"# python benchmarks/profile_longform.py {' '.join(argv or sys.argv[1:])}".rstrip(),
         f"# torch {torch.__version__}, {torch.get_num_threads()} threads; {os.path.basename(args.file)}, "
-        f"model {args.model or 'tiny.en'}, {args.quantization or 'float32'}",
+        f"model {args.model or 'tiny.en'}, {config.get('quantization') or config.get('dtype')}",
     ]
     lines = header + report(seconds, result.duration, timers, steps, windows)
     print("\n".join(lines))
