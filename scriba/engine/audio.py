@@ -8,23 +8,22 @@ ones Hugging Face's Whisper models were trained and evaluated with.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import io
 import os
 from typing import Any, Union
 
 import numpy as np
+
+from scriba.engine.audio_decode import decode_file, probe_duration
+from scriba.engine.audio_errors import AudioError, DamagedAudio, EmptyAudio
+
+__all__ = ["SAMPLE_RATE", "AudioError", "load_audio", "log_mel", "probe_duration"]
 
 SAMPLE_RATE = 16000
 WINDOW_SECONDS = 30
 WINDOW_SAMPLES = SAMPLE_RATE * WINDOW_SECONDS
 
 AudioInput = Union[str, os.PathLike, bytes, bytearray, Any]  # path, bytes, file object, (array, rate), array
-
-
-class AudioError(ValueError):
-    """The input is not usable audio; the message says why."""
 
 
 def is_audio_pair(source: Any) -> bool:
@@ -39,11 +38,13 @@ def describe(source: AudioInput) -> str:
     return getattr(source, "name", None) or type(source).__name__
 
 
-def load_audio(source: AudioInput, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
-    """Any accepted input -> float32 mono samples at `sample_rate` [num_samples].
+def load_audio(source: AudioInput, sample_rate: int = SAMPLE_RATE, name: str | None = None) -> np.ndarray:
+    """Any accepted input -> float32 mono samples at `sample_rate` [num_samples]. Errors name
+    the input `name` (default: its path as given).
 
     A bare array is taken as mono samples at `sample_rate` already; `(array, rate)` is resampled.
     """
+    name = name or describe(source)
     if is_audio_pair(source):
         samples, rate = np.asarray(source[0]), int(source[1])
         if rate <= 0:
@@ -51,46 +52,17 @@ def load_audio(source: AudioInput, sample_rate: int = SAMPLE_RATE) -> np.ndarray
     elif isinstance(source, np.ndarray) or (hasattr(source, "__array__") and not hasattr(source, "read")):
         samples, rate = np.asarray(source), sample_rate
     else:
-        samples, rate = _decode(source, sample_rate)
+        samples, rate = decode_file(source, sample_rate, name)
     samples = _as_mono_float(samples)
     if samples.size == 0:
-        raise AudioError(f"{describe(source)} has no audio samples")
+        raise EmptyAudio(f"{name} has no audio samples")
     if not np.isfinite(samples).all():
-        raise AudioError(f"{describe(source)} has NaN or infinite samples")
+        raise DamagedAudio(f"{name} has NaN or infinite samples")
     if rate != sample_rate:
         import soxr
 
         samples = soxr.resample(samples, rate, sample_rate).astype(np.float32)
     return samples
-
-
-def probe_duration(path: str | os.PathLike, name: str | None = None) -> float | None:
-    """The length in seconds of the audio file at `path`, read from its header (nothing is
-    decoded), or None when the container does not say. An empty file or one that is not audio
-    raises AudioError naming it `name` (default: the path)."""
-    name = name or repr(os.fspath(path))
-    path = _open(path)
-    if os.path.getsize(path) == 0:
-        raise AudioError(f"{name} is an empty file")
-    import soundfile as sf
-
-    with contextlib.suppress(Exception):  # not a libsndfile format: FFmpeg's demuxer (PyAV) is asked next
-        info = sf.info(path)
-        return info.frames / info.samplerate if info.samplerate else None
-    try:
-        import av
-
-        with av.open(path, metadata_errors="ignore") as container:
-            if not container.streams.audio:
-                raise AudioError(f"{name} has no audio in it")
-            stream = container.streams.audio[0]
-            if stream.duration is not None and stream.time_base is not None:
-                return float(stream.duration * stream.time_base)
-            return container.duration / 1e6 if container.duration else None
-    except AudioError:
-        raise
-    except Exception:
-        raise AudioError(f"{name} is not an audio file (or its format is not supported)") from None
 
 
 def _as_mono_float(samples: np.ndarray) -> np.ndarray:
@@ -105,85 +77,6 @@ def _as_mono_float(samples: np.ndarray) -> np.ndarray:
     elif samples.ndim != 1:
         raise AudioError(f"audio must be 1-D (mono) or 2-D (with channels), got shape {samples.shape}")
     return np.ascontiguousarray(samples)
-
-
-def _open(source: AudioInput):
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"no such audio file: {path!r}")
-        if os.path.isdir(path):
-            raise AudioError(f"{path!r} is a folder, not an audio file")
-        return path
-    if isinstance(source, (bytes, bytearray)):
-        return io.BytesIO(bytes(source))
-    if hasattr(source, "read"):
-        return io.BytesIO(source.read())
-    raise AudioError(
-        f"cannot read audio from a {type(source).__name__}: "
-        "give a path, bytes, a file object or (array, sample_rate)"
-    )
-
-
-def _decode(source: AudioInput, sample_rate: int) -> tuple[np.ndarray, int]:
-    import soundfile as sf
-
-    handle = _open(source)
-    try:
-        return _decode_in_pieces(sf.SoundFile(handle), sample_rate), sample_rate
-    except Exception:  # libsndfile cannot read this container: try FFmpeg through PyAV
-        if hasattr(handle, "seek"):
-            handle.seek(0)
-    try:
-        return _decode_with_av(handle, sample_rate), sample_rate
-    except ImportError:
-        raise AudioError(
-            f"could not decode {describe(source)} with soundfile, and PyAV (pip install av) is not installed"
-        ) from None
-    except Exception as e:
-        raise AudioError(
-            f"could not decode {describe(source)}: not a readable audio file ({type(e).__name__})"
-        ) from None
-
-
-PIECE_FRAMES = 1 << 20  # about 20 s at 48 kHz: what is decoded at once
-
-
-def _decode_in_pieces(sound, sample_rate: int) -> np.ndarray:
-    """Decode, mix to mono and resample piece by piece, so a long file never exists whole at
-    its own rate and channel count (2 hours of 48 kHz stereo would be 2.8 GB of float32)."""
-    import soxr
-
-    with sound:
-        rate = sound.samplerate
-        stream = soxr.ResampleStream(rate, sample_rate, 1, dtype="float32") if rate != sample_rate else None
-        pieces = []
-        # read(), not blocks(): a container whose header overstates its length (mp3's frame
-        # count is an estimate) makes blocks() pad its last block with uninitialized memory;
-        # read() returns only the frames that were decoded.
-        while (block := sound.read(PIECE_FRAMES, dtype="float32", always_2d=True)).shape[0]:
-            mono = block.mean(axis=1) if block.shape[1] > 1 else block[:, 0]
-            pieces.append(stream.resample_chunk(mono) if stream else mono)
-        if stream is not None:
-            pieces.append(stream.resample_chunk(np.zeros(0, np.float32), last=True))
-    return np.concatenate(pieces).astype(np.float32, copy=False) if pieces else np.zeros(0, np.float32)
-
-
-def _decode_with_av(handle, sample_rate: int) -> np.ndarray:
-    import av
-
-    chunks = []
-    with av.open(handle, metadata_errors="ignore") as container:
-        if not container.streams.audio:
-            raise AudioError("the file has no audio stream")
-        stream = container.streams.audio[0]
-        resampler = av.AudioResampler(format="flt", layout="mono", rate=sample_rate)
-        for frame in container.decode(stream):
-            for out in resampler.resample(frame):
-                chunks.append(out.to_ndarray().reshape(-1))
-        for out in resampler.resample(None):  # flush
-            chunks.append(out.to_ndarray().reshape(-1))
-    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
 
 
 @functools.lru_cache(maxsize=4)

@@ -78,7 +78,7 @@ def test_transcribe_bad_files_and_model(tmp_path):
     bad = tmp_path / "notes.wav"
     bad.write_text("not audio\n")
     mixed = scriba("transcribe", str(bad), JFK)  # the good file is still transcribed
-    assert mixed.returncode == 1 and "could not decode" in mixed.stderr and "notes.wav" in mixed.stderr
+    assert mixed.returncode == 1 and "is not an audio file" in mixed.stderr and "notes.wav" in mixed.stderr
     assert "fellow Americans" in mixed.stdout and "Traceback" not in mixed.stderr
     unknown = scriba("transcribe", JFK, "--model", str(tmp_path / "no-model"))
     assert unknown.returncode == 1 and unknown.stderr.startswith("scriba: error: could not find model")

@@ -203,7 +203,7 @@ def test_a_cancelled_request_cancels_its_transcription(server, tmp_path, caplog)
             return False
 
     async def cancelled_after(seconds):
-        task = asyncio.create_task(audio_api._run(StillConnected(), str(long), {"model": None}))
+        task = asyncio.create_task(audio_api._run(StillConnected(), str(long), "long.flac", {"model": None}))
         await asyncio.sleep(seconds)
         assert manager.num_free() < manager.num_total()  # decoding
         task.cancel()

@@ -12,11 +12,12 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import StreamingResponse
 
 from scriba.app.engines import EngineBusy, EngineClosed
-from scriba.app.server.errors import APIError, engine_unavailable
-from scriba.app.server.responses import FORMATS, delta_event, done_event, render
-from scriba.app.server.uploads import remove, save_upload
+from scriba.app.server.errors import APIError, engine_unavailable, media_error
+from scriba.app.server.responses import FORMATS, delta_event, done_event, error_event, render
+from scriba.app.server.uploads import remove, save_upload, upload_name
 from scriba.app.transcribe import transcribe
 from scriba.app.window_decoder import Cancelled
+from scriba.engine.audio import SAMPLE_RATE, AudioError, load_audio
 
 router = APIRouter()
 # transcribe() calls mostly wait on the engine loop: enough threads that every client's request
@@ -53,11 +54,16 @@ def _options(request: Request, task, model, language, prompt, fmt, temperature, 
     )
 
 
-async def _run(request: Request, path: str, options: dict):
+def _decoded(path: str, name: str) -> tuple:
+    """The upload's samples; a bad file's error names it as the client did, not the temp copy."""
+    return load_audio(path, name=name), SAMPLE_RATE
+
+
+async def _run(request: Request, path: str, name: str, options: dict):
     """transcribe() in a worker thread; a client that goes away cancels it."""
     cancel = threading.Event()
     job = asyncio.get_running_loop().run_in_executor(
-        WORKERS, lambda: transcribe(path, cancel=cancel, **options)
+        WORKERS, lambda: transcribe(_decoded(path, name), cancel=cancel, **options)
     )
     try:
         while not job.done():
@@ -75,12 +81,14 @@ async def _run(request: Request, path: str, options: dict):
         raise APIError(400, "the client went away") from None
     except (EngineBusy, EngineClosed) as e:
         raise engine_unavailable(e) from None
+    except AudioError as e:
+        raise media_error(e) from None
     except (ValueError, TypeError) as e:
         param = "language" if "language" in str(e) else None
         raise APIError(400, str(e).splitlines()[0], param) from None
 
 
-def _stream(path: str, options: dict, cleanup) -> StreamingResponse:
+def _stream(path: str, name: str, options: dict, cleanup) -> StreamingResponse:
     """Server-sent events: a transcript.text.delta per window as it finishes, then .done."""
     import queue
 
@@ -95,10 +103,11 @@ def _stream(path: str, options: dict, cleanup) -> StreamingResponse:
 
     def work():
         try:
-            result = transcribe(path, mode="sequential", on_segments=on_segments, cancel=cancel, **options)
+            audio = _decoded(path, name)
+            result = transcribe(audio, mode="sequential", on_segments=on_segments, cancel=cancel, **options)
             events.put(done_event(result.text))
         except Exception as e:  # noqa: BLE001 - the stream ends with the error as its last event
-            events.put(f'data: {{"type": "error", "error": {{"message": "{type(e).__name__}"}}}}\n\n')
+            events.put(error_event(e))
         finally:
             events.put(None)
             cleanup()
@@ -121,10 +130,11 @@ async def _answer(request: Request, task: str, file: UploadFile, form: dict):
     fmt, stream = form["fmt"], form.pop("stream")
     options = _options(request, task, granularities=granularities, **form)
     path, _ = await save_upload(file, settings.max_upload_bytes, settings.max_audio_seconds)
+    name = upload_name(file)
     if stream:
-        return _stream(path, options, lambda: remove(path))
+        return _stream(path, name, options, lambda: remove(path))
     try:
-        result = await _run(request, path, options)
+        result = await _run(request, path, name, options)
     finally:
         remove(path)
     return render(result, fmt, task, set(granularities))

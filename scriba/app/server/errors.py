@@ -25,6 +25,22 @@ TYPES = {
 }
 
 
+# A media error's status, by its category (scriba.engine.audio_errors).
+MEDIA_STATUS = {
+    "empty": 400,
+    "truncated or corrupt": 400,
+    "impossible header": 400,
+    "too long": 413,
+    "not audio": 415,
+    "unsupported codec": 415,
+}
+
+
+def media_error(error) -> APIError:
+    """An AudioError as the API's answer: its one line, its category's status, param "file"."""
+    return APIError(MEDIA_STATUS.get(error.category, 400), str(error), "file", "invalid_file")
+
+
 class APIError(Exception):
     def __init__(
         self,

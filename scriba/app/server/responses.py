@@ -75,3 +75,9 @@ def delta_event(text: str) -> str:
 
 def done_event(text: str) -> str:
     return sse({"type": "transcript.text.done", "text": text})
+
+
+def error_event(error: Exception) -> str:
+    """The stream's last event when it fails: the error's one line (a bad file names itself)."""
+    message = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return sse({"type": "error", "error": {"message": message, "type": type(error).__name__}})

@@ -10,15 +10,21 @@ import tempfile
 
 from fastapi import UploadFile
 
-from scriba.app.server.errors import APIError
+from scriba.app.server.errors import APIError, media_error
 from scriba.engine.audio import AudioError, probe_duration
+from scriba.engine.audio_errors import too_long
 
 CHUNK = 1 << 20
 
 
+def upload_name(upload: UploadFile) -> str:
+    """The file's name as the client sent it (its last path part): what errors call it."""
+    return os.path.basename(upload.filename or "audio") or "audio"
+
+
 async def save_upload(upload: UploadFile, max_bytes: int, max_seconds: float) -> tuple[str, float | None]:
     """(path of a temporary copy, duration seconds or None); the caller removes it (`remove`)."""
-    name = os.path.basename(upload.filename or "audio")
+    name = upload_name(upload)
     handle, path = tempfile.mkstemp(prefix="scriba-upload-", suffix=os.path.splitext(name)[1][:16])
     try:
         size = 0
@@ -42,11 +48,8 @@ def remove(path: str) -> None:
 def _checked_duration(path: str, name: str, max_seconds: float) -> float | None:
     try:
         seconds = probe_duration(path, name)
+        if seconds is not None and seconds > max_seconds:
+            raise too_long(name, seconds, max_seconds)
     except AudioError as e:
-        status = 400 if "empty file" in str(e) else 415
-        raise APIError(status, str(e), "file", "invalid_file") from None
-    if seconds is not None and seconds > max_seconds:
-        raise APIError(
-            413, f"{name} is {seconds / 60:.0f} minutes long; the limit is {max_seconds / 60:.0f}", "file"
-        )
+        raise media_error(e) from None
     return seconds

@@ -30,10 +30,10 @@ def run_transcription(
     problem = uploads.audio_problem(audio_path)
     if problem is not None:
         raise uploads.user_error(problem)
-    try:
-        samples = load_audio(audio_path)
+    try:  # errors name the file as the user did: the page keeps the upload's own name
+        samples = load_audio(audio_path, name=os.path.basename(audio_path))
     except (AudioError, FileNotFoundError) as e:
-        raise uploads.user_error(f"Cannot read this audio: {e}") from None
+        raise uploads.user_error(f"{e}.") from None
     cancel, gone = threading.Event(), page_gone_check()
 
     def report(p):  # heard every 0.5 s while windows decode

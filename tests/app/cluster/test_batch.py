@@ -58,7 +58,7 @@ def assert_rows_match(rows, expected, broken):
         assert row["path"] not in by_path, f"{row['path']} has two rows"
         by_path[row["path"]] = row
     assert set(by_path) == set(expected) | {broken}
-    assert "not a readable audio file" in by_path[broken]["error"]
+    assert "is not an audio file" in by_path[broken]["error"]
     for path, want in expected.items():
         got = by_path[path]
         assert got["error"] is None
