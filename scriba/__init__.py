@@ -10,6 +10,8 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "transcribe": "scriba.app.transcribe",
+    "transcribe_stream": "scriba.app.segment_stream",
+    "TranscriptionInfo": "scriba.app.segment_stream",
     "summarize": "scriba.app.summarize",
     "Transcription": "scriba.app.segments",
     "Segment": "scriba.app.segments",

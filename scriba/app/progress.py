@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from scriba.engine.audio import TIME_PRECISION
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -71,5 +73,5 @@ def window_fraction(token_ids: list[int], timestamp_begin: int, window_seconds: 
     last = next((t for t in reversed(token_ids) if t >= timestamp_begin), None)
     if last is None or window_seconds <= 0:
         return ENCODED_SHARE
-    reached = min(1.0, (last - timestamp_begin) * 0.02 / window_seconds)
+    reached = min(1.0, (last - timestamp_begin) * TIME_PRECISION / window_seconds)
     return min(0.99, ENCODED_SHARE + (1 - ENCODED_SHARE) * reached)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import zlib
 from dataclasses import asdict, dataclass, field
 
-TIME_PRECISION = 0.02  # seconds per timestamp token step (2 feature frames of 10 ms)
-
 
 @dataclass
 class Word:

@@ -16,7 +16,8 @@ per file, from its first speech window.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -97,29 +98,56 @@ def transcribe(
     threading.Event; once set, the windows in flight are aborted and `Cancelled` is raised.
     Extra keyword arguments configure the shared engine.
     """
-    check_options(engine_config, transcribe)
-    temperatures = _check_options(mode, beam_size, temperature, on_error)
-    align = _needs_alignment(word_timestamps, hallucination_silence_threshold, beam_size)
-    vad = VadOptions.from_user(vad_parameters)
-    LanguageVote(language_detection_threshold, language_detection_segments)  # checks both
+    options = {k: v for k, v in locals().items() if k not in ("audio", "engine_config")}
     single = not isinstance(audio, (list, tuple)) or is_audio_pair(audio)
-    report = reporter(progress)
+    run = begin([audio] if single else list(audio), single or on_error == "raise", options, engine_config)
+    for _ in run.rounds:  # decode to the end
+        pass
+    run.say(Progress("done", run.decoder.finished, run.decoder.finished))
+    results = [run.errors.get(i) or f.finish(word_timestamps) for i, f in enumerate(run.files)]
+    return results[0] if single else results
+
+
+@dataclass
+class Run:
+    """A transcription under way: its files, the unreadable inputs' error entries, and `rounds`,
+    the generator that decodes (each step of it, a round of finished windows)."""
+
+    decoder: WindowDecoder
+    files: list[_File]
+    errors: dict[int, Transcription]
+    rounds: Iterator[None]
+    say: Callable
+
+
+def begin(sources: list, raise_errors: bool, o: dict, engine_config: dict) -> Run:
+    """Checks transcribe()'s options `o`, loads the model and the audio, finds the speech, and
+    returns the run, ready to decode."""
+    check_options(engine_config, transcribe)
+    temperatures = _check_options(o["mode"], o["beam_size"], o["temperature"], o["on_error"])
+    align = _needs_alignment(o["word_timestamps"], o["hallucination_silence_threshold"], o["beam_size"])
+    vad = VadOptions.from_user(o["vad_parameters"])
+    detection = (o["language_detection_threshold"], o["language_detection_segments"])
+    LanguageVote(*detection)  # checks both
+    report = reporter(o["progress"])
     say = report or (lambda p: None)
     say(Progress("loading model"))
-    loop = get_loop(model, **speech_config(engine_config))
-    language = _check_request_options(loop.engine, language, task)
+    loop = get_loop(o["model"], **speech_config(engine_config))
+    language = _check_request_options(loop.engine, o["language"], o["task"])
     guards = Guards(
-        compression_ratio_threshold, logprob_threshold, no_speech_threshold, hallucination_silence_threshold
+        o["compression_ratio_threshold"],
+        o["logprob_threshold"],
+        o["no_speech_threshold"],
+        o["hallucination_silence_threshold"],
     )
-    decoder = WindowDecoder(loop, task, timestamps, temperatures, guards, beam_size, report, align, cancel)
-    prompt_ids = decoder.text_ids(initial_prompt)
-    sources = [audio] if single else list(audio)
-    detection = (language_detection_threshold, language_detection_segments)
-    plan = (vad_filter, vad, language, prompt_ids, detection)
-    files, errors = _prepare(sources, single or on_error == "raise", plan, on_segments, say)
-    _decode(decoder, files, mode, condition_on_previous_text, say)
-    results = [errors.get(i) or f.finish(word_timestamps) for i, f in enumerate(files)]
-    return results[0] if single else results
+    decoder = WindowDecoder(
+        loop, o["task"], o["timestamps"], temperatures, guards, o["beam_size"], report, align, o["cancel"]
+    )
+    plan = (o["vad_filter"], vad, language, decoder.text_ids(o["initial_prompt"]), detection)
+    files, errors = _prepare(sources, raise_errors, plan, o["on_segments"], say)
+    say(Progress("transcribing"))
+    drive = _batched if o["mode"] == "batched" else _sequential
+    return Run(decoder, files, errors, drive(decoder, files, o["condition_on_previous_text"]), say)
 
 
 def _needs_alignment(word_timestamps: bool, hallucination_silence_threshold, beam_size: int) -> bool:
@@ -140,12 +168,6 @@ def _prepare(sources: list, raise_errors: bool, plan: tuple, on_segments, say):
     for i, f in enumerate(files):  # on_segments hears which file's segments they are
         f.announce = (lambda segs, i=i: on_segments(i, segs)) if on_segments else None
     return files, errors
-
-
-def _decode(decoder: WindowDecoder, files: list, mode: str, condition: bool, say) -> None:
-    say(Progress("transcribing"))
-    (_batched if mode == "batched" else _sequential)(decoder, files, condition)
-    say(Progress("done", decoder.finished, decoder.finished))
 
 
 def _load_all(sources: list, raise_errors: bool) -> tuple[list[np.ndarray], dict[int, Transcription]]:
@@ -203,6 +225,10 @@ class _File:
         self.segments: list[Segment] = []
         self.seek, self.context = 0, list(prompt_ids)
         self.announce = None  # transcribe's on_segments for this file
+        # Segments are announced in order: those of a window wait while an earlier window of the
+        # file (or its tail) is still out. `pending`: stream spans not settled yet.
+        self.pending: list[tuple[int, int]] = []
+        self.fresh: list[Segment] = []
 
     def detecting(self, decoder: WindowDecoder) -> bool:
         """The language is still to be found (a multilingual model, none given or decided)."""
@@ -235,11 +261,31 @@ class _File:
                     w.end = max(w.end, w.start)
                 s.start, s.end = s.words[0].start, s.words[-1].end
         self.segments += new
-        if self.announce is not None and new:
-            self.announce(new)
+        self.fresh += new
         return new, advance
 
+    def settled(self, window: Window, tail: tuple[int, int] | None = None) -> None:
+        """`window` is done (its unfinished `tail` still to come): announce the segments that
+        no earlier window can precede any more."""
+        if (window.start, window.end) in self.pending:
+            self.pending.remove((window.start, window.end))
+        if tail is not None:
+            self.pending.append(tail)
+        frontier = min((a for a, _ in self.pending), default=None)
+        cut = None if frontier is None else self.map.to_original(frontier / SAMPLE_RATE)
+        ready, self.fresh = _split(self.fresh, lambda s: cut is None or s.start < cut)
+        if self.announce is not None and ready:
+            self.announce(sorted(ready, key=lambda s: s.start))
+
+    def flush(self) -> None:
+        """The decoding is over: announce whatever is held."""
+        self.pending = []
+        if self.fresh and self.announce is not None:
+            self.announce(sorted(self.fresh, key=lambda s: s.start))
+        self.fresh = []
+
     def finish(self, keep_words: bool) -> Transcription:
+        self.flush()
         segments = sorted(self.segments, key=lambda s: s.start)
         for s in segments if not keep_words else []:
             s.words = None
@@ -256,7 +302,13 @@ class _File:
         return result
 
 
-def _batched(decoder: WindowDecoder, files: list[_File], condition: bool) -> None:
+def _split(items: list, test) -> tuple[list, list]:
+    """(the items that pass `test`, the others), each in order."""
+    passed = [test(x) for x in items]
+    return [x for x, p in zip(items, passed) if p], [x for x, p in zip(items, passed) if not p]
+
+
+def _batched(decoder: WindowDecoder, files: list[_File], condition: bool) -> Iterator[None]:
     """Every window at once, except in a file whose language is to be detected: its first
     speech windows go first, one at a time until the vote is decided, and the rest follow
     with the language found."""
@@ -269,6 +321,7 @@ def _batched(decoder: WindowDecoder, files: list[_File], condition: bool) -> Non
             plan = quiet_cut_windows(file.stream)
         windows = [file.window(f, s, e, file.context) for s, e in plan]
         windows = [w for w in windows if not is_silent(w.samples)]
+        file.pending = [(w.start, w.end) for w in windows]
         detect = file.detecting(decoder)
         first += windows[:1] if detect else windows
         held[f] = windows[1:] if detect else []
@@ -278,6 +331,7 @@ def _batched(decoder: WindowDecoder, files: list[_File], condition: bool) -> Non
         file = files[window.file]
         new, advance = file.add(window, result, decoder)
         tail = tail_window(window.start, window.end, advance)
+        file.settled(window, tail)
         if tail is None:
             return []
         prev = decoder.guards.next_context(window.prev_ids, new, result, condition)
@@ -285,6 +339,8 @@ def _batched(decoder: WindowDecoder, files: list[_File], condition: bool) -> Non
 
     def on_result(window: Window, result: WindowResult) -> list[Window]:
         file, waiting = files[window.file], held[window.file]
+        if decoder.guards.is_no_speech(result):
+            file.settled(window)
         if not file.detecting(decoder):
             return [] if decoder.guards.is_no_speech(result) else settle(window, result)
         if not decoder.guards.is_no_speech(result):
@@ -304,10 +360,10 @@ def _batched(decoder: WindowDecoder, files: list[_File], condition: bool) -> Non
         held[window.file] = []
         return follow + waiting
 
-    decoder.stream(first, on_result)
+    return decoder.stream(first, on_result)
 
 
-def _sequential(decoder: WindowDecoder, files: list[_File], condition: bool) -> None:
+def _sequential(decoder: WindowDecoder, files: list[_File], condition: bool) -> Iterator[None]:
     """openai-whisper's loop, for every file at once: each file has one window in flight."""
 
     def next_window(f: int) -> list[Window]:
@@ -345,8 +401,9 @@ def _sequential(decoder: WindowDecoder, files: list[_File], condition: bool) -> 
             file.seek = window.end
         else:
             new, advance = file.add(window, result, decoder)
+            file.settled(window)  # in order already: one window of a file at a time
             file.seek = window.start + max(1, int(round(advance * SAMPLE_RATE)))
             file.context = decoder.guards.next_context(file.context, new, result, condition)
         return next_window(window.file)
 
-    decoder.stream([w for f in range(len(files)) for w in next_window(f)], on_result)
+    return decoder.stream([w for f in range(len(files)) for w in next_window(f)], on_result)

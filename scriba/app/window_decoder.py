@@ -5,6 +5,7 @@ tail, the next window of a sequential file) into the same running batch."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 
@@ -14,12 +15,11 @@ from scriba.app.longform import Guards
 from scriba.app.progress import Progress, window_fraction
 from scriba.app.segments import WindowResult, compression_ratio
 from scriba.app.words import make_words, token_times
-from scriba.engine.audio import SAMPLE_RATE
+from scriba.engine.audio import HOP_LENGTH, SAMPLE_RATE
 from scriba.engine.sampling_params import SamplingParams
 
 MAX_WINDOW_TOKENS = 224  # openai-whisper's sample_len: half the decoder context
 PROGRESS_SECONDS = 0.5  # how often a progress reporter hears from a running decode
-HOP_LENGTH = 160  # audio samples per log-mel frame; two frames per encoder position
 
 
 class Cancelled(Exception):
@@ -88,9 +88,11 @@ class WindowDecoder:
 
         return words_of
 
-    def stream(self, windows: list[Window], on_result) -> None:
+    def stream(self, windows: list[Window], on_result) -> Iterator[None]:
         """Decode `windows`; `on_result(window, result)` returns the windows to decode next.
-        A window whose output looks wrong is retried at the next temperature."""
+        A window whose output looks wrong is retried at the next temperature. A generator: it
+        yields after each round of finished windows, so its caller can read what they added;
+        closed early, it cancels the windows still in flight."""
         inflight: dict[Future, tuple[Window, int]] = {}
         self.total, self.finished, self.shown = len(windows), 0, 0.0
 
@@ -102,30 +104,39 @@ class WindowDecoder:
             inflight.update(zip(self.loop.submit(prompts, params), batch))
 
         submit([(w, 0) for w in windows])
-        while inflight:
-            polled = self.report is not None or self.cancel is not None
-            done, _ = wait(
-                list(inflight), timeout=PROGRESS_SECONDS if polled else None, return_when=FIRST_COMPLETED
-            )
-            if self.cancel is not None and self.cancel.is_set():
+        try:
+            while inflight:
+                polled = self.report is not None or self.cancel is not None
+                done, _ = wait(
+                    list(inflight), timeout=PROGRESS_SECONDS if polled else None, return_when=FIRST_COMPLETED
+                )
+                if self.cancel is not None and self.cancel.is_set():
+                    raise Cancelled("the transcription was cancelled")
+                submit(self._settle(done, inflight, on_result))
+                self._report_progress(inflight)
+                yield
+        finally:  # cancelled, failed or abandoned: nothing of it goes on decoding
+            if inflight:
                 self.loop.cancel(list(inflight))
-                raise Cancelled("the transcription was cancelled")
-            queued: list[tuple[Window, int]] = []
-            for future in done:
-                window, k = inflight.pop(future)
-                result = self._result(future.result(), self.temperatures[k], len(window.samples))
-                if window.language is None:  # retries keep the language the first pass found
-                    window.language = result.language
-                if k + 1 < len(self.temperatures) and self.guards.needs_fallback(result):
-                    queued.append((window, k + 1))
-                    self.total, self.finished = self.total + 1, self.finished + 1
-                    continue
-                follow = on_result(window, result)
-                self.total += len(follow)
-                self.finished += 1
-                queued += [(w, 0) for w in follow]
-            submit(queued)
-            self._report_progress(inflight)
+
+    def _settle(self, done, inflight: dict, on_result) -> list[tuple[Window, int]]:
+        """The finished windows' results: retried at the next temperature, or given to
+        `on_result`; returns what to decode next."""
+        queued: list[tuple[Window, int]] = []
+        for future in done:
+            window, k = inflight.pop(future)
+            result = self._result(future.result(), self.temperatures[k], len(window.samples))
+            if window.language is None:  # retries keep the language the first pass found
+                window.language = result.language
+            if k + 1 < len(self.temperatures) and self.guards.needs_fallback(result):
+                queued.append((window, k + 1))
+                self.total, self.finished = self.total + 1, self.finished + 1
+                continue
+            follow = on_result(window, result)
+            self.total += len(follow)
+            self.finished += 1
+            queued += [(w, 0) for w in follow]
+        return queued
 
     def _report_progress(self, inflight: dict[Future, tuple[Window, int]]) -> None:
         """Finished windows, plus running ones as far as their last timestamp reaches."""

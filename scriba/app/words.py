@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from scriba.app.segments import TIME_PRECISION, Word
+from scriba.app.segments import Word
+from scriba.engine.audio import TIME_PRECISION
 
 MEDIAN_FILTER_WIDTH = 7
 PREPEND = "\"'“¡¿([{-"

@@ -22,6 +22,8 @@ __all__ = ["SAMPLE_RATE", "AudioError", "load_audio", "log_mel", "probe_duration
 SAMPLE_RATE = 16000
 WINDOW_SECONDS = 30
 WINDOW_SAMPLES = SAMPLE_RATE * WINDOW_SECONDS
+HOP_LENGTH = 160  # audio samples per log-mel frame; two frames per encoder position
+TIME_PRECISION = 2 * HOP_LENGTH / SAMPLE_RATE  # 0.02 s: one timestamp token step, one encoder position
 
 AudioInput = Union[str, os.PathLike, bytes, bytearray, Any]  # path, bytes, file object, (array, rate), array
 
@@ -83,12 +85,11 @@ def _as_mono_float(samples: np.ndarray) -> np.ndarray:
 def feature_extractor(num_mel_bins: int, num_frames: int = 3000):
     from transformers import WhisperFeatureExtractor
 
-    hop = 160
     return WhisperFeatureExtractor(
         feature_size=num_mel_bins,
         sampling_rate=SAMPLE_RATE,
-        hop_length=hop,
-        chunk_length=num_frames * hop // SAMPLE_RATE,
+        hop_length=HOP_LENGTH,
+        chunk_length=num_frames * HOP_LENGTH // SAMPLE_RATE,
     )
 
 

@@ -1,9 +1,9 @@
 """Continuous batching over sequence groups, in plain Python.
 
-Every step: (1) running groups get a slot for their next token; when blocks run out the
-newest running group is preempted (swapped to the CPU pool, or freed to be recomputed);
-(2) if nothing was preempted, swapped groups come back; (3) if none are left swapped,
-waiting groups are admitted under the token budget and the sequence cap. Prefills and
+Every step, in phases sharing one StepBudget: (1) running groups get a slot for their next
+token; when blocks run out the newest running group is preempted (swapped to the CPU pool, or
+freed to be recomputed); (2) if nothing was preempted, swapped groups come back; (3) if none
+are left swapped, waiting groups are admitted under the token budget and the sequence cap. Prefills and
 decodes of one step run together in one forward pass.
 """
 
@@ -26,9 +26,22 @@ class SchedulerOutputs:
     blocks_to_copy: list[tuple[int, int]] = field(default_factory=list)  # (src, dst), device
     aborted: list[SequenceGroup] = field(default_factory=list)  # could never fit
 
-    @property
-    def is_empty(self) -> bool:
-        return not (self.prefills or self.decodes)
+
+@dataclass
+class StepBudget:
+    """What one step may still take: tokens (a decoding sequence costs one, an admitted group
+    its encoder and prompt tokens) and sequences."""
+
+    tokens: int
+    max_seqs: int
+    seqs: int = 0
+
+    def fits(self, seqs: int, tokens: int) -> bool:
+        return self.seqs + seqs <= self.max_seqs and tokens <= self.tokens
+
+    def take(self, seqs: int, tokens: int) -> None:
+        self.seqs += seqs
+        self.tokens -= tokens
 
 
 class Scheduler:
@@ -40,10 +53,6 @@ class Scheduler:
         self.swapped: deque[SequenceGroup] = deque()
         self.num_swapped_out = 0  # preemptions by swap, over the engine's life
         self.num_recomputed = 0  # preemptions by recompute
-
-    @property
-    def num_preemptions(self) -> int:
-        return self.num_swapped_out + self.num_recomputed
 
     def add(self, group: SequenceGroup) -> None:
         self.waiting.append(group)
@@ -74,59 +83,61 @@ class Scheduler:
 
     # -- one step --------------------------------------------------------------------------
     def schedule(self) -> SchedulerOutputs:
+        """One step's batch, in three phases sharing one budget: the running decode (the newest
+        give way when blocks run out), then the swapped come back, then the waiting are
+        admitted; each phase runs only if the one before left nobody behind."""
         out = SchedulerOutputs()
-        bm = self.block_manager
-        budget = self.config.max_num_batched_tokens
-        num_seqs = 0
+        step = StepBudget(self.config.max_num_batched_tokens, self.config.max_num_seqs)
+        if self._decode_running(out, step) and self._swap_in(out, step):
+            self._admit_waiting(out, step)
+        self.running = sorted(out.prefills + out.decodes, key=lambda g: g.arrival)
+        return out
 
-        # 1. Running groups decode; make room by preempting the newest.
-        queue = deque(self.running)
-        preempted = False
+    def _decode_running(self, out: SchedulerOutputs, step: StepBudget) -> bool:
+        """Every running group gets the slots for its next tokens, the newest preempted while
+        blocks are short. True when nobody had to give way."""
+        queue, preempted = deque(self.running), False
         while queue:
             group = queue.popleft()
             seqs = group.seqs_with(SequenceStatus.RUNNING)
             lengths = {s.seq_id: len(s.token_ids) for s in seqs}
-            while not bm.can_append_slots(lengths):
+            while not self.block_manager.can_append_slots(lengths):
                 preempted = True
                 victim = queue.pop() if queue else group
                 self._preempt(victim, out)
                 if victim is group:
                     break
             else:
-                for seq_id, length in lengths.items():
-                    copied = bm.append_slot(seq_id, length)
-                    if copied:
-                        out.blocks_to_copy.append(copied)
-                out.decodes.append(group)
-                num_seqs += len(seqs)
-                budget -= len(seqs)
+                self._grow(group, seqs, out, step)
+        return not preempted
 
-        # 2. Swapped groups come back when nothing had to give way this step.
-        while self.swapped and not preempted:
+    def _swap_in(self, out: SchedulerOutputs, step: StepBudget) -> bool:
+        """Swapped groups come back, oldest first, while they fit. True when none is left out."""
+        while self.swapped:
             group = self.swapped[0]
-            seq_ids = [s.seq_id for s in group.seqs_with(SequenceStatus.SWAPPED)]
+            seqs = group.seqs_with(SequenceStatus.SWAPPED)
+            seq_ids = [s.seq_id for s in seqs]
             alone = not out.decodes
-            if not bm.can_swap_in(group.request_id, seq_ids, use_watermark=not alone):
+            if not self.block_manager.can_swap_in(group.request_id, seq_ids, use_watermark=not alone):
                 break
-            if not alone and (num_seqs + len(seq_ids) > self.config.max_num_seqs or budget < len(seq_ids)):
+            if not alone and not step.fits(len(seqs), len(seqs)):
                 break
             self.swapped.popleft()
-            out.blocks_to_swap_in += bm.swap_in(group.request_id, seq_ids)
-            for seq in group.seqs_with(SequenceStatus.SWAPPED):
+            out.blocks_to_swap_in += self.block_manager.swap_in(group.request_id, seq_ids)
+            for seq in seqs:
                 seq.status = SequenceStatus.RUNNING
-                copied = bm.append_slot(seq.seq_id, len(seq.token_ids))
-                if copied:
-                    out.blocks_to_copy.append(copied)
-            out.decodes.append(group)
-            num_seqs += len(seq_ids)
-            budget -= len(seq_ids)
+            self._grow(group, seqs, out, step)
+        return not self.swapped
 
-        # 3. Admit waiting groups (fresh, or recomputing) while nothing is swapped out.
-        while self.waiting and not self.swapped and not preempted:
+    def _admit_waiting(self, out: SchedulerOutputs, step: StepBudget) -> None:
+        """Waiting groups (fresh, or to be recomputed) are admitted in order while their
+        encoder and prompt tokens fit the budget and their sequences the cap; a group alone in
+        the step may exceed the budget."""
+        bm = self.block_manager
+        while self.waiting:
             group = self.waiting[0]
             seqs = group.seqs_with(SequenceStatus.WAITING)
             lengths = [len(s.token_ids) for s in seqs]
-            cost = group.encoder_len + sum(lengths)
             status = bm.can_allocate(group.encoder_len, lengths)
             if status is AllocStatus.NEVER:  # the engine checks at admission; guard anyway
                 self.waiting.popleft()
@@ -137,20 +148,25 @@ class Scheduler:
             alone = not (out.decodes or out.prefills)
             # Samples fork right after prefill, and beams grow to beam_width.
             num_new = group.params.num_seqs if group.needs_fork or group.params.use_beam_search else len(seqs)
-            if status is AllocStatus.LATER or (num_seqs + num_new > self.config.max_num_seqs and not alone):
-                break
-            if cost > budget and not alone:  # a step may exceed the budget only for a lone group
+            cost = group.encoder_len + sum(lengths)
+            if status is AllocStatus.LATER or (not alone and not step.fits(num_new, cost)):
                 break
             self.waiting.popleft()
             bm.allocate(group.request_id, group.encoder_len, {s.seq_id: n for s, n in zip(seqs, lengths)})
             for seq in seqs:
                 seq.status = SequenceStatus.RUNNING
             out.prefills.append(group)
-            num_seqs += num_new
-            budget -= cost
+            step.take(num_new, cost)
 
-        self.running = sorted(out.prefills + out.decodes, key=lambda g: g.arrival)
-        return out
+    def _grow(self, group: SequenceGroup, seqs: list, out: SchedulerOutputs, step: StepBudget) -> None:
+        """Each sequence gets the slot for its next token (a shared block is copied first); the
+        group decodes this step."""
+        for seq in seqs:
+            copied = self.block_manager.append_slot(seq.seq_id, len(seq.token_ids))
+            if copied:
+                out.blocks_to_copy.append(copied)
+        out.decodes.append(group)
+        step.take(len(seqs), len(seqs))
 
     def _preempt(self, group: SequenceGroup, out: SchedulerOutputs) -> None:
         bm = self.block_manager

@@ -12,8 +12,15 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import StreamingResponse
 
 from scriba.app.engines import EngineBusy, EngineClosed
+from scriba.app.segment_stream import transcribe_stream
 from scriba.app.server.errors import APIError, engine_unavailable, media_error
-from scriba.app.server.responses import FORMATS, delta_event, done_event, error_event, render
+from scriba.app.server.responses import (
+    FORMATS,
+    delta_event,
+    done_event,
+    error_event,
+    render,
+)
 from scriba.app.server.uploads import remove, save_upload, upload_name
 from scriba.app.transcribe import transcribe
 from scriba.app.window_decoder import Cancelled
@@ -88,38 +95,33 @@ async def _run(request: Request, path: str, name: str, options: dict):
         raise APIError(400, str(e).splitlines()[0], param) from None
 
 
+def _in_worker(fn, *args):
+    """`fn(*args)` in a request worker (not asyncio's small default pool: every stream waits on
+    the engine in one)."""
+    return asyncio.get_running_loop().run_in_executor(WORKERS, fn, *args)
+
+
 def _stream(path: str, name: str, options: dict, cleanup) -> StreamingResponse:
-    """Server-sent events: a transcript.text.delta per window as it finishes, then .done."""
-    import queue
-
-    events: queue.Queue = queue.Queue()
-    cancel = threading.Event()
-    first = [True]
-
-    def on_segments(_file, segments):
-        text = "".join(s.text for s in segments)
-        events.put(delta_event(text.lstrip() if first[0] else text))
-        first[0] = False
-
-    def work():
-        try:
-            audio = _decoded(path, name)
-            result = transcribe(audio, mode="sequential", on_segments=on_segments, cancel=cancel, **options)
-            events.put(done_event(result.text))
-        except Exception as e:  # noqa: BLE001 - the stream ends with the error as its last event
-            events.put(error_event(e))
-        finally:
-            events.put(None)
-            cleanup()
-
-    threading.Thread(target=work, daemon=True).start()
+    """Server-sent events: a transcript.text.delta per segment as the generator yields it (in
+    order, window by window), then .done; a failure ends the stream with an error event. The
+    generator runs in worker threads, a step at a time; a client that goes away closes it,
+    which cancels its windows."""
 
     async def body():
+        segments, texts = None, []
         try:
-            while (event := await asyncio.to_thread(events.get)) is not None:
-                yield event
-        finally:  # the client went away (or the stream ended): stop decoding for it
-            cancel.set()
+            audio = await _in_worker(_decoded, path, name)
+            segments, _ = await _in_worker(lambda: transcribe_stream(audio, mode="sequential", **options))
+            while (segment := await _in_worker(next, segments, None)) is not None:
+                texts.append(segment.text)
+                yield delta_event(segment.text.lstrip() if len(texts) == 1 else segment.text)
+            yield done_event("".join(texts).strip())
+        except Exception as e:  # noqa: BLE001 - the stream ends with the error as its last event
+            yield error_event(e)
+        finally:
+            if segments is not None:
+                await _in_worker(segments.close)
+            cleanup()
 
     return StreamingResponse(body(), media_type="text/event-stream")
 

@@ -1,0 +1,77 @@
+"""transcribe_stream(): segments as their windows finish, in order, with what is known up front.
+
+faster-whisper's convention, `segments, info = model.transcribe(path)`: `info` (language,
+its probability, duration) is ready when the call returns; `segments` is a generator that
+decodes as it is read, each segment yielded once no earlier window of the file is still
+decoding. The windows decode in the engine's shared batch all along; reading slowly does not
+slow them, and a generator closed early cancels what is still in flight.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from scriba.app.segments import Segment
+from scriba.app.transcribe import begin, transcribe
+from scriba.engine.audio import SAMPLE_RATE, is_audio_pair
+
+
+@dataclass(frozen=True)
+class TranscriptionInfo:
+    language: str | None  # as a code ("de"); None when no window held speech
+    language_probability: float | None  # when detected
+    duration: float  # seconds of audio
+
+
+def transcribe_stream(audio, **options) -> tuple[Iterator[Segment], TranscriptionInfo]:
+    """One audio input (anything transcribe() takes) and transcribe()'s options. Returns
+    (segments, info): the language is found before this returns (for a multilingual model
+    without `language`, the first speech windows are decoded for it), the rest as `segments`
+    is read. `list(segments)` are transcribe()'s segments."""
+    if isinstance(audio, (list, tuple)) and not is_audio_pair(audio):
+        raise TypeError("transcribe_stream() takes one audio input; use transcribe() for a list")
+    bound = inspect.signature(transcribe).bind(audio, **options)
+    bound.apply_defaults()
+    args = dict(bound.arguments)
+    engine_config, _ = args.pop("engine_config"), args.pop("audio")
+    ready: deque[Segment] = deque()
+    caller = args["on_segments"]
+
+    def heard(index: int, segments: list[Segment]) -> None:
+        ready.extend(segments)
+        if caller is not None:
+            caller(index, segments)
+
+    args["on_segments"] = heard
+    run = begin([audio], True, args, engine_config)
+    file = run.files[0]
+    rounds = iter(run.rounds)
+    while file.detecting(run.decoder) and next(rounds, StopIteration) is not StopIteration:
+        pass  # decode until the language vote is decided
+    language = file.language or (None if run.decoder.tokens.is_multilingual else "en")
+    info = TranscriptionInfo(language, file.language_probability, len(file.wave) / SAMPLE_RATE)
+    return _segments(rounds, ready, file, args["word_timestamps"]), info
+
+
+def _segments(rounds: Iterator[None], ready: deque, file, words: bool) -> Iterator[Segment]:
+    """What each round of finished windows made ready; at the end, whatever was held."""
+    try:
+        for _ in rounds:
+            yield from _drain(ready, words)
+        file.flush()
+        yield from _drain(ready, words)
+    finally:
+        close = getattr(rounds, "close", None)
+        if close is not None:  # abandoned early: the windows in flight are cancelled
+            close()
+
+
+def _drain(ready: deque, words: bool) -> Iterator[Segment]:
+    while ready:
+        segment = ready.popleft()
+        if not words:  # aligned only for hallucination_silence_threshold, as transcribe() does
+            segment.words = None
+        yield segment
