@@ -33,6 +33,16 @@ class EngineClosed(RuntimeError):
     """The loop was closed (its model evicted or the server stopping): ask again."""
 
 
+class RequestFuture(Future):
+    """One request's Future: its id in the loop, and until it is done its latest unfinished
+    output (`partial`, for callers that show progress)."""
+
+    def __init__(self, request_id: str):
+        super().__init__()
+        self.request_id = request_id
+        self.partial = None
+
+
 class EngineLoop:
     def __init__(self, engine, max_pending: int | None = None):
         self.engine, self.max_pending = engine, max_pending
@@ -63,7 +73,7 @@ class EngineLoop:
         wait(futures)
         return [f.result() for f in futures]
 
-    def submit(self, prompts: list, params: list) -> list[Future]:
+    def submit(self, prompts: list, params: list) -> list[RequestFuture]:
         """Process the requests here, in the caller's thread (tokenizing, audio decoding and
         log-mel never stall the loop), and queue them: one Future per request, resolved with
         its RequestOutput; until then its `partial` attribute holds the latest unfinished output.
@@ -79,9 +89,7 @@ class EngineLoop:
             except (ValueError, TypeError) as e:
                 raise type(e)(f"prompt {i}: {e}") from None
         ids = [f"loop-{next(self._ids)}" for _ in prompts]
-        futures = [Future() for _ in prompts]
-        for rid, f in zip(ids, futures):
-            f.request_id = rid
+        futures = [RequestFuture(rid) for rid in ids]
         with self._cond:
             self._calls.append((requests, ids, futures))
             self._cond.notify()

@@ -144,7 +144,7 @@ class WindowDecoder:
             return
         begin, partly = self.tokens.timestamp_begin, 0.0
         for future, (window, _) in inflight.items():
-            out = getattr(future, "partial", None)
+            out = future.partial
             if out is not None and out.outputs:
                 partly += window_fraction(list(out.outputs[0].token_ids), begin, window.seconds)
         self.shown = max(self.shown, self.finished + partly)

@@ -185,7 +185,7 @@ class Engine:
         in float32. Elsewhere (a GPU, or dtype bfloat16) its dequantized weights run."""
         c = self.config
         return (
-            bool(getattr(self.model, "int8_weights", None))
+            bool(self.model.int8_weights)
             and c.device == "cpu"
             and c.torch_dtype == torch.float32
         )
@@ -272,7 +272,7 @@ class Engine:
         for group in groups:
             heads = group.params.cross_attention_heads
             for seq in group.seqs if heads is not None else []:
-                if seq.status.is_finished and getattr(seq, "cross_attentions", None) is None:
+                if seq.status.is_finished and seq.cross_attentions is None:
                     asks.setdefault((tuple(heads), group.inputs.encoder_len), []).append((group, seq))
         for (heads, positions), pairs in asks.items():
             requests = [(self.block_manager.cross_block_table(g.request_id), s.token_ids) for g, s in pairs]

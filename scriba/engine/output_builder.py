@@ -51,7 +51,7 @@ class OutputBuilder:
                     finish_reason=seq.status.value if finished else None,
                     stop_reason=seq.stop_reason,
                     detokenize=lambda ids, skip=skip: self._decode(ids, skip),
-                    cross_attentions=getattr(seq, "cross_attentions", None),
+                    cross_attentions=seq.cross_attentions,
                 )
             )
         return completions

@@ -40,6 +40,9 @@ class Sequence:
         self.cumulative_logprob = 0.0
         self.status = SequenceStatus.WAITING
         self.stop_reason: int | None = None
+        # [heads, generated tokens, encoder positions]: the asked heads' cross-attention weights,
+        # computed once the sequence finishes (SamplingParams.cross_attention_heads)
+        self.cross_attentions = None
 
     @property
     def output_token_ids(self) -> list[int]:

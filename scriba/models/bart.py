@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from scriba.kernels.metadata import AttentionMetadata
+from scriba.models.base import EncoderDecoderModel
 from scriba.models.layers import EncoderDecoderLayer
 
 POSITION_OFFSET = 2  # BART's learned positions are stored shifted by 2
@@ -62,24 +63,17 @@ def is_tied(config) -> bool:
     return getattr(config, "tie_word_embeddings", True)
 
 
-class BartForConditionalGeneration(nn.Module):
+class BartForConditionalGeneration(EncoderDecoderModel):
     pre_norm = False
-    encodes_audio = False
 
     def __init__(self, config, generation_config=None):
-        super().__init__()
-        self.config = config
-        self.generation_config = generation_config
+        super().__init__(config, generation_config)
         self.model = BartModel(config, pre_norm=self.pre_norm)
         self.register_buffer("final_logits_bias", torch.zeros(1, config.vocab_size))
         if not is_tied(config):
             self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
 
     # -- limits and the decoder-prompt hooks ----------------------------------------------
-    @property
-    def vocab_size(self) -> int:
-        return self.config.vocab_size
-
     @property
     def max_encoder_len(self) -> int:
         return self.config.max_position_embeddings
@@ -92,10 +86,6 @@ class BartForConditionalGeneration(nn.Module):
     @property
     def max_decoder_len(self) -> int:
         return self.config.max_position_embeddings
-
-    @property
-    def num_decoder_layers(self) -> int:
-        return len(self.model.decoder.layers)
 
     @property
     def decoder_start_token_id(self) -> int:
@@ -131,10 +121,6 @@ class BartForConditionalGeneration(nn.Module):
     optional_weights = frozenset({"final_logits_bias"})
 
     # -- forward ----------------------------------------------------------------------------
-    def decoder_attention_layers(self) -> list[list[nn.Module]]:
-        """Per decoder layer, the attention ops that share that layer's KV cache."""
-        return [[layer.self_attn.attn, layer.encoder_attn.attn] for layer in self.model.decoder.layers]
-
     def forward(
         self,
         input_ids: torch.Tensor,  # [num_decoder_tokens]
@@ -152,12 +138,6 @@ class BartForConditionalGeneration(nn.Module):
         """(weight [vocab, d_model], bias [vocab]) of the logits."""
         weight = self.model.shared.weight if is_tied(self.config) else self.lm_head.weight
         return weight, self.final_logits_bias.reshape(-1)
-
-    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [n, d_model] -> [n, vocab]
-        if getattr(self, "quantized_head", None) is not None:  # see models/quantize.py
-            return self.quantized_head(hidden)
-        weight, bias = self.output_projection()
-        return torch.nn.functional.linear(hidden, weight) + bias
 
 
 class MBartForConditionalGeneration(BartForConditionalGeneration):

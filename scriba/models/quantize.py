@@ -44,7 +44,7 @@ def quantize_int8(model: nn.Module) -> nn.Module:
         warnings.simplefilter("ignore")
         quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True)
         model.quantized_head = quantize_dynamic(nn.Sequential(head), spec, dtype=torch.qint8)[0]
-        checkpoint = getattr(model, "int8_weights", None) or {}
+        checkpoint = model.int8_weights
         modules = {f"{n}.weight": m for n, m in model.named_modules() if isinstance(m, DynamicLinear)}
         modules[f"{head_name}"] = model.quantized_head
         for name, (q, scale) in checkpoint.items():

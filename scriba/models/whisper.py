@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from scriba.kernels.metadata import AttentionMetadata
+from scriba.models.base import EncoderDecoderModel
 from scriba.models.layers import EncoderDecoderLayer
 
 
@@ -127,21 +128,15 @@ class WhisperModel(nn.Module):
         self.decoder = WhisperDecoder(config)
 
 
-class WhisperForConditionalGeneration(nn.Module):
-    encodes_audio = True  # the encoder takes log-mel features, not token ids
+class WhisperForConditionalGeneration(EncoderDecoderModel):
+    encodes_audio = True
 
     def __init__(self, config, generation_config=None):
-        super().__init__()
-        self.config = config
-        self.generation_config = generation_config
+        super().__init__(config, generation_config)
         self.model = WhisperModel(config)
         self.tokens = WhisperTokens.from_configs(config, generation_config)
 
     # -- limits and the decoder-prompt hooks ----------------------------------------------
-    @property
-    def vocab_size(self) -> int:
-        return self.config.vocab_size
-
     @property
     def max_encoder_len(self) -> int:
         """Encoder positions per 30 s window (1500): they size the cross-attention table."""
@@ -163,10 +158,6 @@ class WhisperForConditionalGeneration(nn.Module):
     def dummy_encoder_inputs(self, num: int, dtype: torch.dtype, device) -> tuple[torch.Tensor, None]:
         """Silent features for `num` windows (memory profiling): [num, mel_bins, frames]."""
         return torch.zeros(num, self.num_mel_bins, self.num_frames, dtype=dtype, device=device), None
-
-    @property
-    def num_decoder_layers(self) -> int:
-        return len(self.model.decoder.layers)
 
     @property
     def num_decoder_heads(self) -> int:
@@ -200,9 +191,6 @@ class WhisperForConditionalGeneration(nn.Module):
     optional_weights = frozenset({"*qkv_proj.bias:k_proj", "*kv_proj.bias:k_proj"})
 
     # -- forward ----------------------------------------------------------------------------
-    def decoder_attention_layers(self) -> list[list[nn.Module]]:
-        return [[layer.self_attn.attn, layer.encoder_attn.attn] for layer in self.model.decoder.layers]
-
     def forward(
         self,
         input_ids: torch.Tensor,  # [num_decoder_tokens]
@@ -235,8 +223,3 @@ class WhisperForConditionalGeneration(nn.Module):
     def output_projection(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(weight [vocab, d_model], bias or None) of the logits: the tied token embedding."""
         return self.model.decoder.embed_tokens.weight, None
-
-    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [n, d_model] -> [n, vocab]
-        if getattr(self, "quantized_head", None) is not None:  # see models/quantize.py
-            return self.quantized_head(hidden)
-        return torch.nn.functional.linear(hidden, self.model.decoder.embed_tokens.weight)
