@@ -24,8 +24,7 @@ import time
 import torch
 
 import scriba
-from scriba.app import transcribe as transcribe_module
-from scriba.app import window_decoder
+from scriba.app import file_transcription, window_decoder
 from scriba.app.engines import get_engine, speech_config
 from scriba.engine import audio, model_runner
 from scriba.kernels.metadata import AttentionType
@@ -59,7 +58,7 @@ class Timers:
 
 def instrument(engine, timers: Timers, steps: list) -> None:
     model = engine.model
-    timers.wrap(transcribe_module, "speech_chunks", "VAD")
+    timers.wrap(file_transcription, "speech_chunks", "VAD")
     timers.wrap(audio, "log_mel", "features (log-mel)")
     timers.wrap(model.model.encoder, "forward", "encoder")
     timers.wrap(model, "compute_logits", "output projection")

@@ -18,6 +18,8 @@ from scriba.app.segments import Segment
 from scriba.app.transcribe import begin, transcribe
 from scriba.engine.audio import SAMPLE_RATE, is_audio_pair
 
+_OVER = object()  # what next() gives when the rounds are over (each round yields None)
+
 
 @dataclass(frozen=True)
 class TranscriptionInfo:
@@ -48,9 +50,9 @@ def transcribe_stream(audio, **options) -> tuple[Iterator[Segment], Transcriptio
     args["on_segments"] = heard
     run = begin([audio], True, args, engine_config)
     file = run.files[0]
-    rounds = iter(run.rounds)
-    while file.detecting(run.decoder) and next(rounds, StopIteration) is not StopIteration:
-        pass  # decode until the language vote is decided
+    rounds, over = iter(run.rounds), False
+    while file.detecting(run.decoder) and not over:  # decode until the language vote is decided
+        over = next(rounds, _OVER) is _OVER
     language = file.language or (None if run.decoder.tokens.is_multilingual else "en")
     info = TranscriptionInfo(language, file.language_probability, len(file.wave) / SAMPLE_RATE)
     return _segments(rounds, ready, file, args["word_timestamps"]), info

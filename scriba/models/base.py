@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import abc
+
 import torch
 from torch import nn
 
 
-class EncoderDecoderModel(nn.Module):
+class EncoderDecoderModel(nn.Module, metaclass=abc.ABCMeta):
     """A subclass builds `self.model` (`.encoder` and `.decoder` stacks whose layers hold
     `self_attn.attn` and `encoder_attn.attn`) and says where its logits come from
     (`output_projection`); the engine reads the rest from here."""
@@ -34,9 +36,9 @@ class EncoderDecoderModel(nn.Module):
         """Per decoder layer, the attention ops that share that layer's KV cache."""
         return [[layer.self_attn.attn, layer.encoder_attn.attn] for layer in self.model.decoder.layers]
 
+    @abc.abstractmethod
     def output_projection(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(weight [vocab, d_model], bias [vocab] or None) of the logits."""
-        raise NotImplementedError
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [n, d_model] -> [n, vocab]
         if self.quantized_head is not None:
