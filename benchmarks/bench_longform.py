@@ -23,11 +23,11 @@ import time
 
 import numpy as np
 import soundfile as sf
-from whisper_systems import transformers_system
 from wer import load_manifest, wer
+from whisper_systems import transformers_system
 
 import scriba
-from scriba.engine.audio import load_audio
+from scriba.media.load import load_audio
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))

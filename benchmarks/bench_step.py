@@ -25,8 +25,8 @@ import numpy as np
 import torch
 
 from scriba import Engine, SamplingParams
-from scriba.models.ctranslate2 import load_ctranslate2_whisper
 from scriba.models.registry import default_model_path
+from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
 
 TINY = dict(
     d_model=64,

@@ -28,9 +28,10 @@ import numpy as np
 import torch
 
 from scriba import Engine, SamplingParams
-from scriba.engine.audio import load_audio, log_mel
-from scriba.models.ctranslate2 import load_ctranslate2_whisper
+from scriba.media.load import load_audio
 from scriba.models.registry import default_model_path
+from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
+from scriba.whisper.log_mel import log_mel
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JFK = os.path.join(HERE, "..", "assets", "jfk.flac")
@@ -125,9 +126,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from transformers import WhisperForConditionalGeneration
-
     from bench_bart import cpu_name
+    from transformers import WhisperForConditionalGeneration
 
     folder = default_model_path()
     clips = make_clips(args.num_clips, args.seed)

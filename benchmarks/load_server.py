@@ -111,7 +111,7 @@ def main() -> None:
     import soundfile as sf
 
     import scriba
-    from scriba.engine.audio import load_audio
+    from scriba.media.load import load_audio
 
     clips = sorted(glob.glob(os.path.join(args.data, "*.wav")) + glob.glob(os.path.join(args.data, "*.flac")))
     base, served = start_server()

@@ -3,8 +3,8 @@
     python benchmarks/profile_longform.py [FILE] [--model tiny.en] [--quantization int8 | --dtype float32]
         [--out benchmarks/results/profile_longform_cpu.txt]
 
-Transcribes FILE (default: the 7.8-minute dev long-form recording) with Scriba's defaults (int8 on a CPU; --dtype float32 for the exact mode),
-once to warm up and once measured, with timers wrapped around the parts (CPU ops are
+Transcribes FILE (default: the 7.8-minute dev long-form recording) with Scriba's defaults
+(int8 on a CPU; --dtype float32 for the exact mode), once to warm up and once measured, with timers wrapped around the parts (CPU ops are
 synchronous, so wall time is exact): VAD, log-mel features, the encoder, the decoder's self-
 and cross-attention, the rest of the decoder, the output projection, sampling and the engine's
 host work (scheduling, packing inputs, bookkeeping: a step's time outside the model and the
@@ -26,9 +26,11 @@ import torch
 import scriba
 from scriba.app import file_transcription, window_decoder
 from scriba.app.engines import get_engine, speech_config
-from scriba.engine import audio, model_runner
+from scriba.engine import model_runner
+from scriba.engine.sequence import SequenceStatus
 from scriba.kernels.metadata import AttentionType
 from scriba.models.layers import Attention
+from scriba.whisper import log_mel
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LONG = os.path.join(
@@ -59,7 +61,7 @@ class Timers:
 def instrument(engine, timers: Timers, steps: list) -> None:
     model = engine.model
     timers.wrap(file_transcription, "speech_chunks", "VAD")
-    timers.wrap(audio, "log_mel", "features (log-mel)")
+    timers.wrap(log_mel, "log_mel", "features (log-mel)")
     timers.wrap(model.model.encoder, "forward", "encoder")
     timers.wrap(model, "compute_logits", "output projection")
     timers.wrap(model_runner, "sample", "sampler")
@@ -93,9 +95,10 @@ def instrument(engine, timers: Timers, steps: list) -> None:
     last_batch = [0, 0]
     execute = engine.runner.execute
 
-    def execute_counted(prefills, decodes, *rest):
-        last_batch[:] = [len(prefills), sum(len(g.seq_ids) for g in decodes) + len(prefills)]
-        return execute(prefills, decodes, *rest)
+    def execute_counted(sched, blocks):
+        running = sum(len(g.seqs_with(SequenceStatus.RUNNING)) for g in sched.decodes)
+        last_batch[:] = [len(sched.prefills), running + len(sched.prefills)]
+        return execute(sched, blocks)
 
     engine.runner.execute = execute_counted
     engine.step = counted_step

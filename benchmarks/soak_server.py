@@ -9,10 +9,11 @@ utterances and jfk.flac; each answer must equal offline transcribe() of the same
 file (the 158 s sonnets), hang-ups (the long file with a client that gives up after a second),
 and bad uploads (empty, text, a cut FLAC, a FLAC with flipped bits, a WAV claiming 2^31 Hz).
 Every --every seconds it samples the server's resident memory, threads, open file
-descriptors, upload files left in its temporary folder and KV-cache blocks in use (from
-/metrics). At the end it stops the traffic, waits for the server to go idle, samples once more
-and prints every sample, each measure's first and last values and its slope per hour after
-the first two minutes (warm-up), and the requests by kind and answer.
+descriptors, upload files left in its temporary folder, and from /metrics the KV-cache blocks
+in use and the C heap (in use, and freed but kept by the allocator). At the end it stops the
+traffic, waits for the server to go idle, samples once more and prints every sample, each
+measure's first and last values and its slope per hour after the first two minutes (warm-up),
+and the requests by kind and answer.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import collections
 import io
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -81,11 +83,13 @@ class Server:
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.tmp = tempfile.mkdtemp(prefix="scriba-soak-")
-        command = [sys.executable, "-c", "from scriba.app.cli import main; main()", "serve"]
+        # SOAK_SERVER_PREFIX runs the server under a tool, e.g. "heaptrack -o /tmp/soak"
+        command = os.environ.get("SOAK_SERVER_PREFIX", "").split()
+        command += [sys.executable, "-c", "from scriba.app.cli import main; main()", "serve"]
         command += ["--port", str(self.port), "--model", "tiny.en"]
         log = open(os.path.join(tempfile.gettempdir(), "scriba-soak-server.log"), "w")  # noqa: SIM115
-        self.process = subprocess.Popen(
-            command, env={**os.environ, "TMPDIR": self.tmp}, stdout=log, stderr=log
+        self.process = subprocess.Popen(  # its own group: a tool's children stop with it
+            command, env={**os.environ, "TMPDIR": self.tmp}, stdout=log, stderr=log, start_new_session=True
         )
         deadline = time.time() + 120
         while time.time() < deadline:
@@ -106,6 +110,12 @@ class Server:
             for line in metrics.splitlines()
             if line.startswith("scriba_kv_blocks_used{")
         )
+        heap = {  # the C heap (glibc's count): in use, and freed but kept by the allocator
+            kind: float(line.rsplit(" ", 1)[1]) / 2**20
+            for line in metrics.splitlines()
+            for kind in ("in_use", "free")
+            if line.startswith(f'scriba_host_heap_bytes{{kind="{kind}"}}')
+        }
         return {
             "rss_mb": int(status["VmRSS"].split()[0]) / 1024,
             "threads": int(status["Threads"]),
@@ -113,11 +123,13 @@ class Server:
             # uploads being read or left behind (libraries keep their own dotfiles there)
             "temp_files": sum(1 for e in os.scandir(self.tmp) if e.name.startswith("scriba-")),
             "kv_blocks": blocks,
+            "heap_used_mb": heap.get("in_use", float("nan")),
+            "heap_free_mb": heap.get("free", float("nan")),
         }
 
     def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
+        os.killpg(self.process.pid, signal.SIGTERM)
+        self.process.wait(timeout=120)
 
 
 class Traffic:

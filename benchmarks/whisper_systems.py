@@ -7,10 +7,10 @@ import os
 import torch
 
 import scriba
-from scriba.engine.audio import load_audio
-from scriba.models.ctranslate2 import load_ctranslate2_whisper
+from scriba.media.load import load_audio
 from scriba.models.offline import offline_model_path
 from scriba.models.registry import default_model_path
+from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
 
 SCRIBA_MODES = {
     "default": {},  # on this CPU: int8 (scriba.app.engines.speech_config)

@@ -15,7 +15,7 @@ _EXPORTS = {
     "summarize": "scriba.app.summarize",
     "Transcription": "scriba.app.segments",
     "Segment": "scriba.app.segments",
-    "AudioPrompt": "scriba.engine.inputs",
+    "AudioPrompt": "scriba.whisper.requests",
     "EngineConfig": "scriba.config",
     "Engine": "scriba.engine",
     "SamplingParams": "scriba.engine",

@@ -83,8 +83,8 @@ def transformers_whisper(name: str):
     transformers WhisperForConditionalGeneration on the same weights, in float32."""
     from transformers import WhisperForConditionalGeneration
 
-    from scriba.models.ctranslate2 import load_ctranslate2_whisper
     from scriba.models.offline import offline_model_path
+    from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
 
     state_dict, config, generation_config = load_ctranslate2_whisper(offline_model_path(name))
     model = WhisperForConditionalGeneration(config)
@@ -96,7 +96,7 @@ def transformers_whisper(name: str):
 
 def hf_token_times(hf, audio, heads, max_new=60, **kwargs):
     """(sequence, token_timestamps) of transformers' generate() on one clip."""
-    from scriba.engine.audio import log_mel
+    from scriba.whisper.log_mel import log_mel
 
     frames = -(-len(audio) // 160)
     hf.generation_config.alignment_heads = heads

@@ -196,12 +196,42 @@ def run_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def transcribe_options(args: argparse.Namespace):
+    """`scriba transcribe`'s flags as TranscribeOptions."""
+    from scriba.app.transcribe_options import VAD_CHOICES, TranscribeOptions
+
+    return TranscribeOptions(
+        model=args.model,
+        language=args.language,
+        task=args.task,
+        mode=args.mode,
+        beam_size=args.beam_size,
+        timestamps=not args.no_timestamps,
+        word_timestamps=args.word_timestamps,
+        vad_filter=VAD_CHOICES[args.vad],
+        language_detection_threshold=args.language_detection_threshold,
+        language_detection_segments=args.language_detection_segments,
+        engine=engine_options(args),
+    )
+
+
+def _print_as_decoded(audio, args: argparse.Namespace) -> None:
+    """One file to the terminal: each segment printed as soon as it is decoded, in order."""
+    from scriba.app.segment_stream import transcribe_stream
+    from scriba.app.writers import stream_transcript
+
+    bar = sys.stderr.isatty() and not sys.stdout.isatty()  # on a terminal, the text is the progress
+    segments, _ = transcribe_stream(audio, transcribe_options(args), progress=bar)
+    for piece in stream_transcript(segments, args.format, args.word_cues):
+        print(piece, end="", flush=True)
+
+
 def run_transcribe(args: argparse.Namespace) -> int:
     import os
 
     from scriba.app.transcribe import transcribe
     from scriba.app.writers import format_transcript, write_transcript
-    from scriba.engine.audio import AudioError, load_audio
+    from scriba.media.load import AudioError, load_audio
 
     missing = [f for f in args.files if not os.path.isfile(f)]
     if missing:
@@ -217,22 +247,10 @@ def run_transcribe(args: argparse.Namespace) -> int:
         except AudioError as e:
             print(f"scriba: error: {e}", file=sys.stderr)
             failed += 1
-    if waves:
-        results = transcribe(
-            waves,
-            model=args.model,
-            language=args.language,
-            task=args.task,
-            mode=args.mode,
-            beam_size=args.beam_size,
-            timestamps=not args.no_timestamps,
-            word_timestamps=args.word_timestamps,
-            vad_filter={"auto": None, "on": True, "off": False}[args.vad],
-            language_detection_threshold=args.language_detection_threshold,
-            language_detection_segments=args.language_detection_segments,
-            progress=sys.stderr.isatty(),
-            **engine_options(args),
-        )
+    if len(waves) == 1 and not args.output_dir and args.format != "json":
+        _print_as_decoded(waves[0], args)
+    elif waves:
+        results = transcribe(waves, transcribe_options(args), progress=sys.stderr.isatty())
         for name, result in zip(names, results):
             stem = os.path.splitext(os.path.basename(name))[0]
             if args.output_dir:

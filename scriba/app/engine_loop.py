@@ -9,7 +9,9 @@ them into the running batch and steps. It is built not to lose anyone:
 - `cancel` aborts a caller's requests and frees their KV blocks at the next step;
 - `max_pending` bounds the requests queued or running: past it `submit` raises `EngineBusy`;
 - fairness: a caller's requests are admitted to the engine a few at a time, taking turns with
-  the other callers, so a short request is not queued behind all of a long file's windows.
+  the other callers, so a short request is not queued behind all of a long file's windows;
+- memory stays flat over a long run: the C heap's free pages go back to the system when the
+  loop goes idle and every `GIVE_BACK_EVERY` seconds while it is busy (engine/host_heap.py).
 """
 
 from __future__ import annotations
@@ -18,11 +20,16 @@ import contextlib
 import itertools
 import logging
 import threading
+import time
 from collections import deque
 from concurrent.futures import Future, wait
 
+from scriba.engine.host_heap import give_back_free_memory
+
 log = logging.getLogger("scriba")
 ADMIT_AHEAD = 16  # requests waiting in the engine beyond the running batch; the rest wait here, in turn
+GIVE_BACK_EVERY = 30.0  # seconds between handing free heap pages back while busy (a few ms each)
+GIVE_BACK_IDLE = 1.0  # ... and when idle, at most this often (one request after another stays fast)
 
 
 class EngineBusy(RuntimeError):
@@ -109,9 +116,14 @@ class EngineLoop:
         self._thread.join(timeout=30)
 
     def _run(self) -> None:
+        given_back = time.monotonic()
         while True:
+            since = time.monotonic() - given_back
+            if since > GIVE_BACK_EVERY or (since > GIVE_BACK_IDLE and not self._has_work()):
+                give_back_free_memory()
+                given_back = time.monotonic()
             with self._cond:
-                while not (self._calls or self._queue or self._futures or self._cancels or self._closed):
+                while not self._has_work():
                     self._cond.wait()
                 if self._closed:
                     break
@@ -122,6 +134,9 @@ class EngineLoop:
                 log.exception("engine loop: unexpected error; failing the pending requests")
                 self._fail_all(e)
         self._fail_all(EngineClosed("the engine loop was closed"))
+
+    def _has_work(self) -> bool:
+        return bool(self._calls or self._queue or self._futures or self._cancels or self._closed)
 
     def _take_work(self) -> tuple[list, list[str]]:
         """Under the lock: new calls and cancellations."""

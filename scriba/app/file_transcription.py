@@ -10,7 +10,8 @@ from scriba.app.longform import SpeechMap, coverage, drop_hallucinations, split_
 from scriba.app.segments import Segment, Transcription, WindowResult
 from scriba.app.vad import VadOptions, speech_chunks
 from scriba.app.window_decoder import Window, WindowDecoder
-from scriba.engine.audio import SAMPLE_RATE, WINDOW_SAMPLES
+from scriba.media.load import SAMPLE_RATE
+from scriba.whisper.constants import WINDOW_SAMPLES
 
 
 class FileTranscription:

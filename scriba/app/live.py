@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scriba.engine.audio import SAMPLE_RATE, load_audio
+from scriba.app.transcribe_options import TranscribeOptions
+from scriba.media.load import SAMPLE_RATE, load_audio
 
 MIN_NEW_SECONDS = 1.0  # transcribe again once this much new audio has arrived
 MAX_BUFFER_SECONDS = 15.0  # past this, the buffer drops audio before the last confirmed word
@@ -32,7 +33,7 @@ class LiveWord:
 
 @dataclass
 class LiveTranscript:
-    options: dict = field(default_factory=dict)  # transcribe()'s options (model, language, ...)
+    options: TranscribeOptions = field(default_factory=TranscribeOptions)  # model, language, ...
     audio: list[np.ndarray] = field(default_factory=list)
     samples: int = 0
     buffer_start: int = 0  # where the transcribed tail starts (samples)
@@ -75,9 +76,10 @@ class LiveTranscript:
         if tail.size == 0:
             return []
         prompt = "".join(w.text for w in self.confirmed[-40:]).strip() or None
-        result = transcribe(
-            (tail, SAMPLE_RATE), word_timestamps=True, vad_filter=False, initial_prompt=prompt, **self.options
+        options = TranscribeOptions.build(
+            self.options, word_timestamps=True, vad_filter=False, initial_prompt=prompt
         )
+        result = transcribe((tail, SAMPLE_RATE), options)
         offset = self.buffer_start / SAMPLE_RATE
         done = self.confirmed[-1].end if self.confirmed else 0.0
         words = [LiveWord(w.word, offset + w.start, offset + w.end) for s in result.segments for w in s.words]

@@ -15,7 +15,8 @@ import numpy as np
 
 from scriba.app.segments import Segment, WindowResult, Word
 from scriba.app.words import APPEND, PREPEND
-from scriba.engine.audio import SAMPLE_RATE, TIME_PRECISION, WINDOW_SAMPLES
+from scriba.media.load import SAMPLE_RATE
+from scriba.whisper.constants import TIME_PRECISION, WINDOW_SAMPLES
 
 MIN_WINDOW_SAMPLES = SAMPLE_RATE // 10  # windows shorter than 0.1 s hold no word
 SILENCE_PEAK = 1e-4  # windows quieter than this (-80 dBFS) are not decoded at all

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scriba.engine.audio import TIME_PRECISION
+from scriba.whisper.constants import TIME_PRECISION
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scriba.app.engines import check_options, get_loop, speech_config
+from scriba.app.engines import get_loop, speech_config
 from scriba.app.file_transcription import FileTranscription
-from scriba.app.language_vote import MAX_WINDOWS, THRESHOLD, LanguageVote
 from scriba.app.longform import (
     Guards,
     is_silent,
@@ -35,73 +34,48 @@ from scriba.app.longform import (
 )
 from scriba.app.progress import Progress, Reporter, reporter
 from scriba.app.segments import Transcription, WindowResult
-from scriba.app.vad import VadOptions
+from scriba.app.transcribe_options import TranscribeOptions
 from scriba.app.window_decoder import Window, WindowDecoder
-from scriba.engine.audio import (
-    SAMPLE_RATE,
-    AudioError,
-    AudioInput,
-    is_audio_pair,
-    load_audio,
-)
-from scriba.engine.whisper_decoding import language_code
-
-MODES = ("batched", "sequential")
+from scriba.media.load import SAMPLE_RATE, AudioError, AudioInput, is_audio_pair, load_audio
+from scriba.whisper.languages import language_code
 
 
 def transcribe(
     audio: AudioInput | Sequence[AudioInput],
-    model: str | None = None,
-    language: str | None = None,
-    task: str = "transcribe",
-    timestamps: bool = True,
-    mode: str = "batched",
-    beam_size: int = 1,
-    temperature: float | Sequence[float] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0),
-    compression_ratio_threshold: float | None = 2.4,
-    logprob_threshold: float | None = -1.0,
-    no_speech_threshold: float | None = 0.6,
-    condition_on_previous_text: bool = True,
-    initial_prompt: str | None = None,
-    vad_filter: bool | None = None,
-    vad_parameters: VadOptions | dict | None = None,
-    word_timestamps: bool = False,
-    hallucination_silence_threshold: float | None = None,
-    language_detection_threshold: float = THRESHOLD,
-    language_detection_segments: int = MAX_WINDOWS,
+    options: TranscribeOptions | None = None,
+    *,
     progress: bool | Reporter = False,
     on_segments=None,
     cancel=None,
-    on_error: str = "report",
-    **engine_config,
+    **given,
 ) -> Transcription | list[Transcription]:
     """Transcribe (or translate to English) audio of any length; a list returns a list.
 
     `audio`: a path, bytes, a file object, `(float array, sample_rate)` or a 16 kHz array.
-    `model`: a Whisper checkpoint (Hugging Face id or folder, or a CTranslate2 folder);
-    None is the bundled tiny.en. `word_timestamps`: each segment gets `words` (Word(start, end,
-    word, probability)) and starts at its first word. `hallucination_silence_threshold`
-    (seconds; word alignment runs for it): an improbable segment alone in that much silence is
-    dropped and the audio after it decoded again (openai-whisper's rule). `vad_filter`: decode
-    only the speech Silero VAD finds (None: for audio longer than one 30 s window);
-    `vad_parameters`: VadOptions or a dict of them. Without `language`, a multilingual model
-    detects it from the file's first speech window; when that window's probability is not above
-    `language_detection_threshold`, up to `language_detection_segments` speech windows vote
-    (language_vote.py). In a list, an input that cannot be read
-    gives a Transcription with `error` set and the others are transcribed (`on_error="raise"`:
-    raise instead). `progress`: True for a bar on stderr, or a callable given each
-    `Progress(stage, done, total)` (progress.py). `on_segments(file_index, segments)` hears each
-    window's new segments as it finishes (in order per file with mode="sequential"). `cancel`: a
+    `options`: a TranscribeOptions, and/or its fields and EngineConfig settings as keyword
+    arguments (`transcribe(path, model="base", language="de", word_timestamps=True)`).
+    `progress`: True for a bar on stderr, or a callable given each `Progress(stage, done,
+    total)` (progress.py). `on_segments(file_index, segments)` hears each file's segments in
+    order, as soon as no earlier window of the file is still decoding. `cancel`: a
     threading.Event; once set, the windows in flight are aborted and `Cancelled` is raised.
-    Extra keyword arguments configure the shared engine.
     """
-    options = {k: v for k, v in locals().items() if k not in ("audio", "engine_config")}
+    o = TranscribeOptions.build(options, **given)
     single = not isinstance(audio, (list, tuple)) or is_audio_pair(audio)
-    run = begin([audio] if single else list(audio), single or on_error == "raise", options, engine_config)
+    sources = [audio] if single else list(audio)
+    run = begin(sources, single or o.on_error == "raise", o, Callbacks(progress, on_segments, cancel))
     deque(run.rounds, maxlen=0)  # decode to the end
     run.say(Progress("done", run.decoder.finished, run.decoder.finished))
-    results = [run.errors.get(i) or f.finish(word_timestamps) for i, f in enumerate(run.files)]
+    results = [run.errors.get(i) or f.finish(o.word_timestamps) for i, f in enumerate(run.files)]
     return results[0] if single else results
+
+
+@dataclass
+class Callbacks:
+    """What one call hears and how it is stopped (transcribe()'s keyword arguments)."""
+
+    progress: bool | Reporter = False
+    on_segments: Callable | None = None
+    cancel: object = None  # a threading.Event
 
 
 @dataclass
@@ -116,42 +90,28 @@ class Run:
     say: Callable
 
 
-def begin(sources: list, raise_errors: bool, o: dict, engine_config: dict) -> Run:
-    """Checks transcribe()'s options `o`, loads the model and the audio, finds the speech, and
-    returns the run, ready to decode."""
-    check_options(engine_config, transcribe)
-    temperatures = _check_options(o["mode"], o["beam_size"], o["temperature"], o["on_error"])
-    align = _needs_alignment(o["word_timestamps"], o["hallucination_silence_threshold"], o["beam_size"])
-    vad = VadOptions.from_user(o["vad_parameters"])
-    detection = (o["language_detection_threshold"], o["language_detection_segments"])
-    LanguageVote(*detection)  # checks both
-    report = reporter(o["progress"])
+def begin(sources: list, raise_errors: bool, o: TranscribeOptions, calls: Callbacks) -> Run:
+    """Loads the model and the audio, finds the speech, and returns the run, ready to decode."""
+    report = reporter(calls.progress)
     say = report or (lambda p: None)
     say(Progress("loading model"))
-    loop = get_loop(o["model"], **speech_config(engine_config))
-    language = _check_request_options(loop.engine, o["language"], o["task"])
+    loop = get_loop(o.model, **speech_config(o.engine))
+    language = _check_request_options(loop.engine, o.language, o.task)
     guards = Guards(
-        o["compression_ratio_threshold"],
-        o["logprob_threshold"],
-        o["no_speech_threshold"],
-        o["hallucination_silence_threshold"],
+        o.compression_ratio_threshold,
+        o.logprob_threshold,
+        o.no_speech_threshold,
+        o.hallucination_silence_threshold,
     )
     decoder = WindowDecoder(
-        loop, o["task"], o["timestamps"], temperatures, guards, o["beam_size"], report, align, o["cancel"]
+        loop, o.task, o.timestamps, list(o.temperature), guards, o.beam_size, report, o.aligns, calls.cancel
     )
-    plan = (o["vad_filter"], vad, language, decoder.text_ids(o["initial_prompt"]), detection)
-    files, errors = _prepare(sources, raise_errors, plan, o["on_segments"], say)
+    detection = (o.language_detection_threshold, o.language_detection_segments)
+    plan = (o.vad_filter, o.vad_parameters, language, decoder.text_ids(o.initial_prompt), detection)
+    files, errors = _prepare(sources, raise_errors, plan, calls.on_segments, say)
     say(Progress("transcribing"))
-    drive = _batched if o["mode"] == "batched" else _sequential
-    return Run(decoder, files, errors, drive(decoder, files, o["condition_on_previous_text"]), say)
-
-
-def _needs_alignment(word_timestamps: bool, hallucination_silence_threshold, beam_size: int) -> bool:
-    """Whether windows need their cross-attention alignment (greedy decoding only)."""
-    align = word_timestamps or hallucination_silence_threshold is not None
-    if align and beam_size > 1:
-        raise ValueError("word_timestamps and hallucination_silence_threshold need beam_size=1")
-    return align
+    drive = _batched if o.mode == "batched" else _sequential
+    return Run(decoder, files, errors, drive(decoder, files, o.condition_on_previous_text), say)
 
 
 def _prepare(sources: list, raise_errors: bool, plan: tuple, on_segments, say):
@@ -178,22 +138,6 @@ def _load_all(sources: list, raise_errors: bool) -> tuple[list[np.ndarray], dict
             waves.append(np.zeros(0, np.float32))
             errors[i] = Transcription("", None, None, 0.0, error=str(e))
     return waves, errors
-
-
-def _check_options(mode, beam_size, temperature, on_error) -> list[float]:
-    if on_error not in ("report", "raise"):
-        raise ValueError(f"on_error must be 'report' or 'raise', got {on_error!r}")
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
-    many = not isinstance(temperature, (int, float))
-    temperatures = [float(t) for t in temperature] if many else [float(temperature)]
-    if not temperatures or any(t < 0 for t in temperatures):
-        raise ValueError(
-            f"temperature must be a non-negative number or a non-empty sequence of them, got {temperature!r}"
-        )
-    return temperatures
 
 
 def _check_request_options(engine, language, task) -> str | None:

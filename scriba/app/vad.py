@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scriba.engine.audio import SAMPLE_RATE, WINDOW_SECONDS
+from scriba.media.load import SAMPLE_RATE
+from scriba.whisper.constants import WINDOW_SECONDS
 
 
 @dataclass

@@ -15,8 +15,9 @@ from scriba.app.longform import Guards
 from scriba.app.progress import Progress, window_fraction
 from scriba.app.segments import WindowResult, compression_ratio
 from scriba.app.words import make_words, token_times
-from scriba.engine.audio import HOP_LENGTH, SAMPLE_RATE
 from scriba.engine.sampling_params import SamplingParams
+from scriba.media.load import SAMPLE_RATE
+from scriba.whisper.constants import HOP_LENGTH
 
 MAX_WINDOW_TOKENS = 224  # openai-whisper's sample_len: half the decoder context
 PROGRESS_SECONDS = 0.5  # how often a progress reporter hears from a running decode
@@ -172,9 +173,8 @@ class WindowDecoder:
         )
 
     def _result(self, out, temperature: float, num_samples: int) -> WindowResult:
-        completion = out.outputs[0]
-        detected = out.language_probability is not None
-        skip = (2 + (not self.timestamps)) if detected else 0
+        completion, spoken = out.outputs[0], out.annotations  # WhisperAnnotations
+        skip = spoken.control_tokens
         tokens = completion.token_ids[skip:]
         if completion.logprobs is not None:
             sum_logprob = sum(step[t].logprob for step, t in zip(completion.logprobs[skip:], tokens))
@@ -194,11 +194,11 @@ class WindowDecoder:
             tokens=tokens,
             text=text,
             avg_logprob=sum_logprob / (len(tokens) + 1),
-            no_speech_prob=out.no_speech_prob or 0.0,
+            no_speech_prob=spoken.no_speech_prob or 0.0,
             compression_ratio=compression_ratio(text),
             temperature=temperature,
-            language=out.language,
-            language_probability=out.language_probability,
+            language=spoken.language,
+            language_probability=spoken.language_probability,
             token_times=times,
             token_probs=probs,
         )

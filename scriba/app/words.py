@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from scriba.app.segments import Word
-from scriba.engine.audio import TIME_PRECISION
+from scriba.whisper.constants import TIME_PRECISION
 
 MEDIAN_FILTER_WIDTH = 7
 PREPEND = "\"'“¡¿([{-"

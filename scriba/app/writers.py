@@ -24,27 +24,46 @@ def to_txt(result: Transcription, word_cues: bool = False) -> str:
     return "".join(seg.text.strip() + "\n" for seg in result.segments)
 
 
-def _cues(result: Transcription, word_cues: bool) -> list[tuple[float, float, str]]:
+def _cues(segments, word_cues: bool) -> list[tuple[float, float, str]]:
     """(start, end, text) per segment, or per word when asked and the words are there."""
-    if word_cues and all(seg.words is not None for seg in result.segments):
-        return [(w.start, w.end, w.word.strip()) for seg in result.segments for w in seg.words]
-    return [(seg.start, seg.end, seg.text.strip()) for seg in result.segments]
+    if word_cues and all(seg.words is not None for seg in segments):
+        return [(w.start, w.end, w.word.strip()) for seg in segments for w in seg.words]
+    return [(seg.start, seg.end, seg.text.strip()) for seg in segments]
+
+
+def _srt_cue(i: int, start: float, end: float, text: str) -> str:
+    return f"{i}\n{_clock(start, ',')} --> {_clock(end, ',')}\n{text.replace('-->', '->')}\n"
+
+
+def _vtt_cue(start: float, end: float, text: str) -> str:
+    return f"{_clock(start, '.')} --> {_clock(end, '.')}\n{text.replace('-->', '->')}\n"
 
 
 def to_srt(result: Transcription, word_cues: bool = False) -> str:
-    blocks = [
-        f"{i}\n{_clock(start, ',')} --> {_clock(end, ',')}\n{text.replace('-->', '->')}\n"
-        for i, (start, end, text) in enumerate(_cues(result, word_cues), start=1)
-    ]
-    return "\n".join(blocks)
+    cues = _cues(result.segments, word_cues)
+    return "\n".join(_srt_cue(i, *cue) for i, cue in enumerate(cues, start=1))
 
 
 def to_vtt(result: Transcription, word_cues: bool = False) -> str:
-    cues = [
-        f"{_clock(start, '.')} --> {_clock(end, '.')}\n{text.replace('-->', '->')}\n"
-        for start, end, text in _cues(result, word_cues)
-    ]
-    return "WEBVTT\n\n" + "\n".join(cues)
+    return "WEBVTT\n\n" + "\n".join(_vtt_cue(*cue) for cue in _cues(result.segments, word_cues))
+
+
+def stream_transcript(segments, fmt: str, word_cues: bool = False):
+    """txt, srt or vtt a piece per segment, as the segments arrive: the pieces joined are
+    `format_transcript` of the whole transcript."""
+    if fmt not in ("txt", "srt", "vtt"):
+        raise ValueError(f"{fmt} is written whole, not segment by segment")
+    number = 0
+    if fmt == "vtt":
+        yield "WEBVTT\n\n"
+    for segment in segments:
+        if fmt == "txt":
+            yield segment.text.strip() + "\n"
+            continue
+        for cue in _cues([segment], word_cues):
+            number += 1
+            between = "\n" if number > 1 else ""
+            yield between + (_srt_cue(number, *cue) if fmt == "srt" else _vtt_cue(*cue))
 
 
 _NUMBER_LIST = re.compile(r"\[\s*(-?\d+(?:,\s*-?\d+)*)\s*\]")

@@ -120,7 +120,7 @@ class Engine:
 
     # -- online API ---------------------------------------------------------------------------
     def process(self, prompt: PromptType, params: SamplingParams | None = None) -> ProcessedRequest:
-        """Validate and process a request (tokenize; decode audio, log-mel) without touching
+        """Validate and process a request (tokenize; decode audio, compute features) without touching
         the engine's state: safe from any thread, so callers do their own input work."""
         return self.requests.process(prompt, params)
 
@@ -196,14 +196,7 @@ class Engine:
     def step(self) -> list[RequestOutput]:
         """Run one step; return the outputs of the requests it advanced (and finished)."""
         sched = self.scheduler.schedule()
-        meta = self.scheduler.metadata
-        results = self.runner.execute(
-            [meta(g, is_prompt=True) for g in sched.prefills],
-            [meta(g, is_prompt=False) for g in sched.decodes],
-            sched.blocks_to_swap_in,
-            sched.blocks_to_swap_out,
-            sched.blocks_to_copy,
-        )
+        results = self.runner.execute(sched, self.block_manager)
         for group in sched.prefills + sched.decodes:
             self._apply_samples(group, results.samples)
             if group.request_id in results.probes:

@@ -2,7 +2,7 @@
 
 Read from generation_config.json (values the file sets), falling back to
 `task_specific_params[task]` in config.json. transformers counts `max_length` / `min_length`
-over the whole decoder sequence from <DEC>, with forced tokens (BART's BOS) counted as
+over the whole decoder sequence from <DEC>, with forced tokens (a forced BOS) counted as
 generated; Scriba's token counts start after its default decoder prompt, so the lengths are
 shifted by that prompt's length.
 """

@@ -6,23 +6,18 @@ Accepted (as in vLLM's encoder/decoder API):
     {"prompt_token_ids": [ids]}              encoder token ids
     {"encoder_prompt": P, "decoder_prompt": Q | None}   explicit pair, P and Q any of the above
 
-and, for Whisper, audio (see `AudioPrompt`):
-    {"audio": A, "language": None | "en" | ..., "task": "transcribe", "timestamps": False,
-     "prompt": previous text, "prefix": text}          the decoder prompt is built from the options
-    {"encoder_prompt": {"audio": A}, "decoder_prompt": Q}  Q used as given (the hook is bypassed)
-A is a path, bytes, a file object, (float array, sample_rate), or "input_features" replaces
-"audio" with precomputed log-mel features [mel_bins, frames].
+and a model's own prompt forms, processed by its request processing (speech models: a dict
+with "audio" or "input_features").
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Union
 
-if TYPE_CHECKING:  # audio needs numpy and torch; text-only use (and the scheduler) does not
+if TYPE_CHECKING:  # features need numpy; text-only use (and the scheduler) does not
     import numpy as np
-
-    from scriba.engine.whisper_decoding import AudioPlan
 
 
 class TextPrompt(TypedDict):
@@ -41,18 +36,8 @@ class ExplicitEncoderDecoderPrompt(TypedDict):
     decoder_prompt: SingletonPrompt | None
 
 
-class AudioPrompt(TypedDict, total=False):
-    audio: Any
-    input_features: Any
-    language: str | None
-    task: str
-    timestamps: bool
-    prompt: str | list[int]
-    prefix: str | list[int]
-
-
-PromptType = Union[SingletonPrompt, ExplicitEncoderDecoderPrompt, AudioPrompt]
-AUDIO_OPTIONS = {"audio", "input_features", "language", "task", "timestamps", "prompt", "prefix"}
+# or a model's own prompt form (a dict its request processing reads)
+PromptType = Union[SingletonPrompt, ExplicitEncoderDecoderPrompt, Mapping[str, Any]]
 
 
 @dataclass
@@ -64,9 +49,8 @@ class EncoderDecoderInputs:
     encoder_prompt: str | None = None
     decoder_prompt: str | None = None
     encoder_features: np.ndarray | None = None  # [mel_bins, frames] for an audio encoder
-    num_encoder_positions: int | None = None  # what the features encode to (Whisper: 1500)
-    audio_plan: AudioPlan | None = None  # Whisper's prompt layout, when built from options
-    audio_seconds: float | None = None
+    num_encoder_positions: int | None = None  # what the features encode to (1500 for 30 s of speech)
+    model_data: Any = None  # what the model's request processing keeps about the prompt
     # Prompt tokens that transformers would generate (forced) rather than take as prompt:
     # beam scores count them in the generated length, as transformers does.
     num_forced_prompt_tokens: int = 0
@@ -80,7 +64,7 @@ class EncoderDecoderInputs:
 
 
 class DecoderPromptHooks(Protocol):
-    """What a model class says about its decoder prompt (see models/bart.py)."""
+    """What a model class says about its decoder prompt (the text models in models/)."""
 
     def default_decoder_prompt(self) -> list[int]: ...
 

@@ -7,19 +7,24 @@ the device, and a mirror pool on the CPU for swapping) and binds them to the att
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import torch
 
 from scriba.engine.cuda_graphs import DecodeGraphs
 from scriba.engine.sampler import Sample, SampleRow, sample
-from scriba.engine.sequence import SequenceGroupMetadata
+from scriba.engine.sequence import Sequence, SequenceGroup, SequenceStatus
 from scriba.engine.staging import HostStaging
 from scriba.engine.table_rows import TableRows
 from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, get_backend
 from scriba.kernels.kv_cache import copy_blocks, swap_blocks
 from scriba.kernels.paged_attention import plan_decode
+
+if TYPE_CHECKING:
+    from scriba.engine.block_manager import BlockManager
+    from scriba.engine.scheduler import SchedulerOutputs
 
 
 @dataclass
@@ -33,7 +38,7 @@ class StepInputs:
     encoder_positions: torch.Tensor | None
     meta: AttentionMetadata
     sample_indices: torch.Tensor  # [num_rows] decoder token index whose logits are sampled
-    rows: list[tuple[SequenceGroupMetadata, int]]  # (group, seq id) per sampled row
+    rows: list[tuple[SequenceGroup, Sequence]]  # per sampled row
     # (request id, token index, token id) per probe
     probes: list[tuple[str, int, int]] = field(default_factory=list)
 
@@ -117,17 +122,13 @@ class ModelRunner:
         return [weights[row, :, : len(ids)].numpy() for row, (_, ids) in enumerate(requests)]
 
     @torch.inference_mode()
-    def execute(
-        self,
-        prefills: list[SequenceGroupMetadata],
-        decodes: list[SequenceGroupMetadata],
-        swap_in: list[tuple[int, int]] = (),
-        swap_out: list[tuple[int, int]] = (),
-        copies: list[tuple[int, int]] = (),
-    ) -> StepResult:
-        swap_blocks(self.kv_caches, self.cpu_caches, list(swap_out))
-        swap_blocks(self.cpu_caches, self.kv_caches, list(swap_in))
-        copy_blocks(self.kv_caches, list(copies))
+    def execute(self, sched: SchedulerOutputs, blocks: BlockManager) -> StepResult:
+        """Run the step the scheduler planned: its block moves, then its groups (their running
+        sequences, with the block tables `blocks` holds for them)."""
+        swap_blocks(self.kv_caches, self.cpu_caches, sched.blocks_to_swap_out)
+        swap_blocks(self.cpu_caches, self.kv_caches, sched.blocks_to_swap_in)
+        copy_blocks(self.kv_caches, sched.blocks_to_copy)
+        prefills, decodes = _running(sched.prefills, blocks), _running(sched.decodes, blocks)
         if not prefills and not decodes:
             self.self_rows.gather([], [])  # sequences away from this step may come back changed
             self.cross_rows.gather([], [])
@@ -145,28 +146,25 @@ class ModelRunner:
             probs = self.model.compute_logits(hidden[index]).float().softmax(dim=-1)
             asked = torch.tensor([[t] for _, _, t in step.probes], device=self.device)
             extra = probs.gather(1, asked)[:, 0]
-        rows = [self._sample_row(group, seq_id) for group, seq_id in step.rows]
-        seqs = [(seq_id, row.token_ids) for (_, seq_id), row in zip(step.rows, rows)]
+        rows = [self._sample_row(group, seq) for group, seq in step.rows]
+        seqs = [(seq.seq_id, seq.token_ids) for _, seq in step.rows]
         history = _memo(lambda: self.history.rows(seqs)[0])
         results, values = sample(logits, rows, history, extra=extra)
         probes = {rid: v for (rid, _, _), v in zip(step.probes, values)}
-        return StepResult({seq_id: samples for (_, seq_id), samples in zip(step.rows, results)}, probes)
+        return StepResult({seq.seq_id: samples for (_, seq), samples in zip(step.rows, results)}, probes)
 
     @staticmethod
-    def _sample_row(group: SequenceGroupMetadata, seq_id: int) -> SampleRow:
-        tokens = group.token_ids[seq_id]
+    def _sample_row(group: SequenceGroup, seq: Sequence) -> SampleRow:
         return SampleRow(
-            token_ids=tokens,
-            num_generated=len(tokens) - group.prompt_lens[seq_id],
+            token_ids=seq.token_ids,
+            num_generated=seq.num_output_tokens,
             params=group.params,
             processors=group.processors,
             generator=group.generator,
-            num_samples=group.num_samples,
+            num_samples=group.params.n if group.needs_fork else 1,  # n > 1: the first token's draws
         )
 
-    def prepare_inputs(
-        self, prefills: list[SequenceGroupMetadata], decodes: list[SequenceGroupMetadata]
-    ) -> StepInputs:
+    def prepare_inputs(self, prefills: list[_Running], decodes: list[_Running]) -> StepInputs:
         """Pack [prefill tokens | decode tokens], build the step's attention metadata, and move
         its integer inputs to the device in one copy."""
         pre = _pack_prefills(prefills, self.block_size)
@@ -212,21 +210,20 @@ class ModelRunner:
             meta.cross_plan = plan_decode(dec.cross_table_lists, dec.cross_lens.tolist(), bs)
         return meta
 
-    def _pack_decodes(self, decodes: list[SequenceGroupMetadata], offset: int) -> "_Decodes":
+    def _pack_decodes(self, decodes: list[_Running], offset: int) -> "_Decodes":
         """One token per running sequence: its last token at position length - 1, its slot
         from its (persistent) block table row."""
         rows, last, lens, tables, cross_keys, cross_tables, cross_lens = [], [], [], [], [], [], []
-        for group in decodes:
-            for seq_id in group.seq_ids:
-                tokens = group.token_ids[seq_id]
-                last.append(tokens[-1])
-                lens.append(len(tokens))
-                tables.append(group.block_tables[seq_id])
+        for group, seqs, seq_tables, cross_table in decodes:
+            for seq, table in zip(seqs, seq_tables):
+                last.append(seq.token_ids[-1])
+                lens.append(len(seq.token_ids))
+                tables.append(table)
                 cross_keys.append(group.request_id)
-                cross_tables.append(group.cross_block_table)
+                cross_tables.append(cross_table)
                 cross_lens.append(group.encoder_len)
-                rows.append((group, seq_id))
-        keys = [seq_id for _, seq_id in rows]
+                rows.append((group, seq))
+        keys = [seq.seq_id for _, seq in rows]
         self_tables = self.self_rows.gather(keys, tables)
         lens_arr = np.asarray(lens, dtype=np.int32)
         pos = lens_arr.astype(np.int64) - 1
@@ -308,30 +305,48 @@ def _slots(table: list[int], start: int, end: int, block_size: int) -> list[int]
     return [table[p // block_size] * block_size + p % block_size for p in range(start, end)]
 
 
-def _pack_prefills(prefills: list[SequenceGroupMetadata], block_size: int) -> _Prefills:
+class _Running(NamedTuple):
+    """A scheduled group, its running sequences and their block tables (the block manager's)."""
+
+    group: SequenceGroup
+    seqs: list[Sequence]
+    tables: list[list[int]]  # per sequence
+    cross_table: list[int]
+
+
+def _running(groups: list[SequenceGroup], blocks: BlockManager) -> list[_Running]:
+    running = []
+    for group in groups:
+        seqs = group.seqs_with(SequenceStatus.RUNNING)
+        tables = [blocks.block_table(s.seq_id) for s in seqs]
+        running.append(_Running(group, seqs, tables, blocks.cross_block_table(group.request_id)))
+    return running
+
+
+def _pack_prefills(prefills: list[_Running], block_size: int) -> _Prefills:
     """Every token of each prefilling sequence, and its request's encoder inputs."""
     p = _Prefills()
-    for group in prefills:
-        enc_start, enc_len = p.enc_cu[-1], group.encoder_len
-        if group.encoder_features is not None:
-            p.features.append(torch.as_tensor(group.encoder_features))
+    for group, seqs, tables, cross_table in prefills:
+        enc_start, enc_len, inputs = p.enc_cu[-1], group.encoder_len, group.inputs
+        if inputs.encoder_features is not None:
+            p.features.append(torch.as_tensor(inputs.encoder_features))
         else:
-            p.enc_ids += group.encoder_token_ids
+            p.enc_ids += inputs.encoder_token_ids
             p.enc_pos += range(enc_len)
         p.enc_cu.append(enc_start + enc_len)
-        p.cross_slots += _slots(group.cross_block_table, 0, enc_len, block_size)
+        p.cross_slots += _slots(cross_table, 0, enc_len, block_size)
         if group.probe is not None:
             p.probes.append((group.request_id, len(p.input_ids) + group.probe[0], group.probe[1]))
-        for seq_id in group.seq_ids:
-            tokens = group.token_ids[seq_id]
+        for seq, table in zip(seqs, tables):
+            tokens = seq.token_ids
             p.input_ids += tokens
             p.positions += range(len(tokens))
-            p.slots += _slots(group.block_tables[seq_id], 0, len(tokens), block_size)
+            p.slots += _slots(table, 0, len(tokens), block_size)
             p.prefill_cu.append(len(p.input_ids))
             p.cross_index += range(enc_start, enc_start + enc_len)
             p.cross_cu_k.append(len(p.cross_index))
             p.sample_indices.append(len(p.input_ids) - 1)
-            p.rows.append((group, seq_id))
+            p.rows.append((group, seq))
     return p
 
 

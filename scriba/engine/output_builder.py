@@ -1,5 +1,5 @@
 """A request's RequestOutput from its sequence group: completions (sampled or beam), the
-echoed prompt fields, the model's annotations (e.g. Whisper's language); text on demand."""
+echoed prompt fields, the model's annotations (e.g. a speech model's language); text on demand."""
 
 from __future__ import annotations
 
@@ -28,8 +28,7 @@ class OutputBuilder:
             )
         return RequestOutput(
             **group.echo,
-            **self.requests.annotate(inputs, group.seqs[0]),
-            no_speech_prob=group.probe_value,
+            annotations=self.requests.annotate(inputs, group.seqs[0], group.probe_value),
             outputs=completions,
             finished=group.is_finished,
         )

@@ -58,8 +58,6 @@ class RequestOutput:
     encoder_prompt_token_ids: list[int]
     outputs: list[CompletionOutput] = field(default_factory=list)
     finished: bool = False
-    # Set by a model family's request processing (speech models): the language (given or
-    # detected; its probability when detected) and the no-speech probability its probe read.
-    language: str | None = None
-    language_probability: float | None = None
-    no_speech_prob: float | None = None
+    # What the model's request processing adds beyond tokens (speech models: the language and
+    # the no-speech probability); None for text models.
+    annotations: Any = None

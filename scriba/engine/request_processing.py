@@ -2,22 +2,22 @@
 
 The core (engine, scheduler, sequences, block manager, runner, sampler) runs any
 encoder/decoder model on token ids or features. What a family adds lives here and in its
-subclass: the prompt forms it accepts and how they become inputs (text models: tokenize and
-the decoder-prompt hooks; Whisper: audio, log-mel, the decoder-prompt plan,
-whisper_requests.py), its extra logits processors, the probe it reports, and what its
-outputs say (Whisper: the language). `process` touches no engine state, so input work (audio
-decoding, log-mel) runs in the caller's thread, never in the engine's step loop.
+subclass, found through models/registry.py: the prompt forms it accepts and how they become
+inputs (text models: tokenize and the decoder-prompt hooks; speech models: audio, features,
+their decoder prompt), its extra logits processors, the probe it reports, and what its outputs
+say beyond tokens (`annotate`). `process` touches no engine state, so input work (audio
+decoding, features) runs in the caller's thread, never in the engine's step loop.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any
 
 from scriba.engine.inputs import EncoderDecoderInputs, InputLimits, InputProcessor, PromptType
 from scriba.engine.logits_processors import LogitsProcessor, build_processors
 from scriba.engine.sampling_params import SamplingParams
+from scriba.models.registry import REQUEST_PROCESSING, named
 
 
 @dataclass
@@ -32,7 +32,7 @@ class ProcessedRequest:
 
 
 class RequestProcessing:
-    """Text models (BART, mBART): a prompt is text or token ids for the encoder."""
+    """Text models: a prompt is text or token ids for the encoder."""
 
     def __init__(self, model: Any, tokenizer: Any, eos_token_ids: list[int]):
         self.model = model
@@ -50,26 +50,20 @@ class RequestProcessing:
             raise ValueError(f"sampling params name token ids outside the vocabulary [0, {vocab}): {bad}")
         prompt_len = len(inputs.decoder_token_ids)
         processors = build_processors(params, [] if params.ignore_eos else self.eos_token_ids, prompt_len)
-        # Beam scores count tokens from where transformers' prompt ends: BART's forced <BOS>
-        # counts as generated.
+        # Beam scores count tokens from where transformers' prompt ends: a forced <BOS> counts
+        # as generated.
         return ProcessedRequest(inputs, params, processors, prompt_len - inputs.num_forced_prompt_tokens)
 
     def process_prompt(self, prompt: PromptType) -> EncoderDecoderInputs:
         return self.inputs.process(prompt)
 
-    def annotate(self, inputs: EncoderDecoderInputs, seq: Any) -> dict[str, Any]:
-        """Extra RequestOutput fields for a request whose first sequence is `seq`."""
-        return {}
-
-
-# config.model_type -> its RequestProcessing, where it is not the text default
-FAMILIES = {"whisper": "scriba.engine.whisper_requests:WhisperRequestProcessing"}
+    def annotate(self, inputs: EncoderDecoderInputs, seq: Any, probe_value: float | None) -> Any:
+        """`RequestOutput.annotations` of a request whose first sequence is `seq` and whose probe
+        read `probe_value`: what the model says beyond tokens (text models: nothing)."""
+        return None
 
 
 def request_processing_for(model: Any, tokenizer: Any, eos_token_ids: list[int]) -> RequestProcessing:
-    where = FAMILIES.get(getattr(model.config, "model_type", None))
-    cls = RequestProcessing
-    if where is not None:
-        module, name = where.split(":")
-        cls = getattr(importlib.import_module(module), name)
+    where = REQUEST_PROCESSING.get(getattr(model.config, "model_type", None))
+    cls = RequestProcessing if where is None else named(where)
     return cls(model, tokenizer, eos_token_ids)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from scriba.config import EngineConfig
 from scriba.engine.block_manager import AllocStatus, BlockManager
-from scriba.engine.sequence import SequenceGroup, SequenceGroupMetadata, SequenceStatus
+from scriba.engine.sequence import SequenceGroup, SequenceStatus
 
 
 @dataclass
@@ -185,25 +185,3 @@ class Scheduler:
             bm.free_cross(group.request_id)
             self.waiting.appendleft(group)
             self.num_recomputed += 1
-
-    # -- what the model runner gets ------------------------------------------------------------
-    def metadata(self, group: SequenceGroup, is_prompt: bool) -> SequenceGroupMetadata:
-        bm = self.block_manager
-        seqs = group.seqs_with(SequenceStatus.RUNNING)
-        return SequenceGroupMetadata(
-            request_id=group.request_id,
-            is_prompt=is_prompt,
-            seq_ids=[s.seq_id for s in seqs],
-            token_ids={s.seq_id: s.token_ids for s in seqs},
-            block_tables={s.seq_id: bm.block_table(s.seq_id) for s in seqs},
-            encoder_token_ids=group.inputs.encoder_token_ids,
-            cross_block_table=bm.cross_block_table(group.request_id),
-            params=group.params,
-            generator=group.generator,
-            num_samples=group.params.n if group.needs_fork else 1,
-            prompt_lens={s.seq_id: s.prompt_len for s in seqs},
-            processors=group.processors,
-            encoder_features=group.inputs.encoder_features,
-            encoder_len=group.encoder_len,
-            probe=group.probe,
-        )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import itertools
-from dataclasses import dataclass, field
 from typing import Any
 
 from scriba.engine.inputs import EncoderDecoderInputs
@@ -111,29 +110,3 @@ class SequenceGroup:
     def needs_fork(self) -> bool:
         """True before the first token is sampled for an n > 1 request."""
         return self.params.n > len(self.seqs)
-
-
-@dataclass
-class SequenceGroupMetadata:
-    """What the model runner needs to run one group in one step.
-
-    `is_prompt`: the decoder sequences have no KV in the cache yet, so the encoder runs and
-    every token of each sequence is fed (a fresh prefill, or a recompute after preemption).
-    Otherwise only each sequence's last token is fed.
-    """
-
-    request_id: str
-    is_prompt: bool
-    seq_ids: list[int]
-    token_ids: dict[int, list[int]]
-    block_tables: dict[int, list[int]]
-    encoder_token_ids: list[int]
-    cross_block_table: list[int]
-    params: SamplingParams
-    generator: Any = None
-    num_samples: int = 1  # samples to draw for the first token (n > 1 before the fork)
-    prompt_lens: dict[int, int] = field(default_factory=dict)
-    processors: list = field(default_factory=list)  # the request's logits processors
-    encoder_features: Any = None  # [mel_bins, frames] (audio) instead of encoder_token_ids
-    encoder_len: int = 0  # encoder positions (the cross-attention length)
-    probe: tuple[int, int] | None = None  # (decoder index, token): its raw probability at prefill

@@ -10,12 +10,22 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import struct
 from collections.abc import Iterator
 
 import torch
 from torch import nn
 
 from scriba.models.offline import offline_model_path
+
+
+def is_ctranslate2_folder(path: str) -> bool:
+    """A CTranslate2 (faster-whisper) model folder: model.bin with its spec header."""
+    if not os.path.isfile(os.path.join(path, "model.bin")):
+        return False
+    with open(os.path.join(path, "model.bin"), "rb") as f:
+        head = f.read(64)
+    return len(head) >= 8 and 4 <= struct.unpack_from("<I", head)[0] <= 6 and b"Spec" in head
 
 _WEIGHT_PATTERNS = ["*.json", "*.safetensors", "*.bin", "*.model", "*.txt", "*.tiktoken"]
 _SHARDS = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "kv_proj": ("k_proj", "v_proj")}

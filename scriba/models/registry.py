@@ -1,22 +1,43 @@
-"""Architectures Scriba runs, keyed by the Hugging Face architecture name in config.json."""
+"""Architectures Scriba runs, keyed by the Hugging Face architecture name in config.json.
+
+Entries name a class as "module:Class", imported when a checkpoint asks for it: a model
+family's package (scriba/whisper/) sits above the engine and imports from it, so nothing
+here imports it at load time.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import torch
 from torch import nn
 
-from scriba.models.bart import BartForConditionalGeneration, MBartForConditionalGeneration
-from scriba.models.ctranslate2 import is_ctranslate2_folder, load_ctranslate2_whisper_int8
+from scriba.models.loader import (
+    gather_int8,
+    is_ctranslate2_folder,
+    iterate_checkpoint,
+    load_weights,
+    resolve_model_path,
+)
 from scriba.models.offline import DEFAULT, offline_model_path
-from scriba.models.loader import gather_int8, iterate_checkpoint, load_weights, resolve_model_path
-from scriba.models.whisper import WhisperForConditionalGeneration
 
-MODEL_REGISTRY: dict[str, type[nn.Module]] = {
-    "BartForConditionalGeneration": BartForConditionalGeneration,
-    "BartModel": BartForConditionalGeneration,
-    "MBartForConditionalGeneration": MBartForConditionalGeneration,
-    "WhisperForConditionalGeneration": WhisperForConditionalGeneration,
+MODEL_REGISTRY: dict[str, str] = {
+    "BartForConditionalGeneration": "scriba.models.bart:BartForConditionalGeneration",
+    "BartModel": "scriba.models.bart:BartForConditionalGeneration",
+    "MBartForConditionalGeneration": "scriba.models.bart:MBartForConditionalGeneration",
+    "WhisperForConditionalGeneration": "scriba.whisper.model:WhisperForConditionalGeneration",
 }
+# config.model_type -> its request processing (engine/request_processing.py), where it is not
+# the text models' default
+REQUEST_PROCESSING: dict[str, str] = {"whisper": "scriba.whisper.requests:WhisperRequestProcessing"}
+# CTranslate2 (faster-whisper) folders: their reader -> (weights, int8 weights, configs)
+CTRANSLATE2_READER = "scriba.whisper.ctranslate2:load_ctranslate2_whisper_int8"
+
+
+def named(where: str):
+    """"module:Name" -> the object it names."""
+    module, name = where.split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def default_model_path() -> str:
@@ -28,7 +49,7 @@ def model_class_for(hf_config) -> type[nn.Module]:
     architectures = getattr(hf_config, "architectures", None) or []
     for arch in architectures:
         if arch in MODEL_REGISTRY:
-            return MODEL_REGISTRY[arch]
+            return named(MODEL_REGISTRY[arch])
     raise ValueError(
         f"unknown architecture {architectures or '(none in config.json)'}; "
         f"Scriba supports: {sorted(MODEL_REGISTRY)}"
@@ -64,7 +85,7 @@ def load_model(
     path = resolve_model_path(model, revision)
     int8 = {}
     if is_ctranslate2_folder(path):
-        weights, int8, hf_config, generation_config = load_ctranslate2_whisper_int8(path)
+        weights, int8, hf_config, generation_config = named(CTRANSLATE2_READER)(path)
         weights = weights.items()
     else:
         _, hf_config = load_hf_config(path)

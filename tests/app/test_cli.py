@@ -163,3 +163,21 @@ def test_language_and_download_errors_are_one_line():
     download = scriba("download", "scriba-tests/no-such-model-9f3b")
     assert download.returncode == 1 and len(download.stderr.splitlines()) == 1
     assert download.stderr.startswith("scriba: error: could not download 'scriba-tests/no-such-model-9f3b': ")
+
+
+def test_one_file_printed_as_decoded_equals_the_file_written_whole(tmp_path):
+    """On stdout a file's segments print as their windows finish; joined, they are the very
+    transcript --output-dir writes (three JFKs: several windows, several segments)."""
+    import numpy as np
+    import soundfile as sf
+
+    from scriba.media.load import load_audio
+
+    path = tmp_path / "three.wav"
+    sf.write(path, np.concatenate([load_audio(JFK)] * 3), 16000)
+    for fmt in ("srt", "vtt"):
+        printed = scriba("transcribe", str(path), "--format", fmt)
+        written = scriba("transcribe", str(path), "--format", fmt, "--output-dir", str(tmp_path))
+        assert printed.returncode == written.returncode == 0, printed.stderr + written.stderr
+        assert printed.stdout == (tmp_path / f"three.{fmt}").read_text()
+        assert printed.stdout.count(" --> ") >= 3

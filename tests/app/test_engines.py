@@ -5,9 +5,10 @@ import threading
 import numpy as np
 import pytest
 
+import scriba.media.load as audio
+import scriba.whisper.log_mel as features
 from scriba import Engine, SamplingParams
 from scriba.app.engines import EngineLoop
-import scriba.engine.audio as audio
 
 
 @pytest.fixture(scope="module")
@@ -21,14 +22,14 @@ def test_step_loop_never_decodes_audio(loop, monkeypatch, tmp_path):
     import soundfile as sf
 
     seen: list[str] = []
-    for name in ("load_audio", "log_mel"):
-        real = getattr(audio, name)
+    for module, name in ((audio, "load_audio"), (features, "log_mel")):
+        real = getattr(module, name)
 
         def recording(*args, real=real, **kwargs):
             seen.append(threading.current_thread().name)
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(audio, name, recording)
+        monkeypatch.setattr(module, name, recording)
     rng = np.random.default_rng(0)
     paths = []
     for i in range(3):

@@ -13,7 +13,7 @@ from multilingual import clip
 import scriba
 from scriba.app.language_vote import LanguageVote
 from scriba.app.window_decoder import WindowDecoder
-from scriba.engine.audio import SAMPLE_RATE, load_audio
+from scriba.media.load import SAMPLE_RATE, load_audio
 
 
 def votes(*pairs, threshold=0.5, windows=3):

@@ -10,7 +10,7 @@ import soundfile as sf
 import scriba
 from scriba.app.live import LiveTranscript, LiveWord, _without_repeat
 from scriba.app.ui.live_tab import LiveSession, live_stop
-from scriba.engine.audio import load_audio
+from scriba.media.load import load_audio
 
 JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
 

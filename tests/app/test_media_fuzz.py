@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import scriba
-from scriba.engine.audio import SAMPLE_RATE, load_audio
+from scriba.media.load import SAMPLE_RATE, load_audio
 
 JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
 FORMATS = ("wav", "flac", "ogg", "mp3", "m4a", "webm")
 SECONDS_PER_REQUEST = 20.0  # the bound for any one upload, damaged or not
-CATEGORIES = {  # the error vocabulary (scriba.engine.audio_errors), by its words
+CATEGORIES = {  # the error vocabulary (scriba.media.errors), by its words
     "empty": r"is an empty file$|has no audio samples$|has no audio in it$",
     "not audio": r"is not an audio file \(or its format is not supported\)$",
     "truncated or corrupt": r"is truncated or corrupt: ",

@@ -16,7 +16,7 @@ from multilingual import clip
 from scriba.app.cli import main
 from scriba.app.server.app import ServerSettings, asgi_app
 from scriba.app.server.models import ServedModels
-from scriba.engine.audio import SAMPLE_RATE, load_audio
+from scriba.media.load import SAMPLE_RATE, load_audio
 
 ENGLISH = {"the", "of", "and", "to", "a", "in", "that", "my", "you", "we", "our"}
 

@@ -7,7 +7,7 @@ import numpy as np
 
 import scriba
 from scriba.app.progress import ENCODED_SHARE, Progress, TqdmBar, window_fraction
-from scriba.engine.audio import load_audio
+from scriba.media.load import load_audio
 
 JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
 TS = 50363  # tiny.en's <|0.00|>

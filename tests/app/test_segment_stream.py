@@ -9,7 +9,7 @@ import pytest
 
 import scriba
 from scriba.app.engines import get_loop, speech_config
-from scriba.engine.audio import load_audio
+from scriba.media.load import load_audio
 
 JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
 

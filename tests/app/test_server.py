@@ -86,7 +86,7 @@ def test_streamed_deltas_join_to_the_final_text(client, tmp_path):
     import numpy as np
     import soundfile as sf
 
-    from scriba.engine.audio import load_audio
+    from scriba.media.load import load_audio
 
     long = tmp_path / "three_times.flac"
     jfk = load_audio(JFK)
@@ -156,10 +156,15 @@ def test_models_health_metrics_and_summaries(server, client, tiny_bart):
 
 
 def test_a_client_that_hangs_up_frees_its_blocks(server, tmp_path):
+    """Its blocks free at once, and its transcription (frames holding the audio) is freed when
+    dropped, not left in a reference cycle for a full garbage collection to find."""
+    import gc
+    import types
+
     import numpy as np
     import soundfile as sf
 
-    from scriba.engine.audio import load_audio
+    from scriba.media.load import load_audio
 
     url, served = server
     manager = served.loop(None).engine.block_manager
@@ -167,20 +172,32 @@ def test_a_client_that_hangs_up_frees_its_blocks(server, tmp_path):
     # 5.6 minutes: about 12 s of decoding here, so blocks free within 6 s of the hang-up were freed
     # by the cancellation, not by the transcription finishing
     sf.write(long, np.concatenate([load_audio(JFK), np.zeros(48000, np.float32)] * 24), 16000)
-    with open(long, "rb") as f:
-        with pytest.raises(httpx.ReadTimeout):
-            httpx.post(
-                url + "/v1/audio/transcriptions",
-                files={"file": ("long.flac", f)},
-                headers={"Authorization": f"Bearer {KEY}"},
-                timeout=httpx.Timeout(30, read=2.5),
-            )
-    hung_up = time.time()
-    assert manager.num_free() < manager.num_total()  # still decoding for the gone client
-    while manager.num_free() < manager.num_total() and time.time() < hung_up + 6:
-        time.sleep(0.05)
-    assert manager.num_free() == manager.num_total(), time.time() - hung_up
-    assert served.loop(None).pending == 0
+    gc.collect()
+    gc.disable()
+    try:
+        with open(long, "rb") as f:
+            with pytest.raises(httpx.ReadTimeout):
+                httpx.post(
+                    url + "/v1/audio/transcriptions",
+                    files={"file": ("long.flac", f)},
+                    headers={"Authorization": f"Bearer {KEY}"},
+                    timeout=httpx.Timeout(30, read=2.5),
+                )
+        hung_up = time.time()
+        assert manager.num_free() < manager.num_total()  # still decoding for the gone client
+        while manager.num_free() < manager.num_total() and time.time() < hung_up + 6:
+            time.sleep(0.05)
+        assert manager.num_free() == manager.num_total(), time.time() - hung_up
+        assert served.loop(None).pending == 0
+        time.sleep(0.5)  # the request's handler sees its job end
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        cyclic = {o.f_code.co_name for o in gc.garbage if isinstance(o, types.FrameType)}
+        assert not cyclic & {"_run", "transcribe", "begin", "load_audio"}, cyclic
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
 
 
 def test_a_cancelled_request_cancels_its_transcription(server, tmp_path, caplog):
@@ -191,7 +208,8 @@ def test_a_cancelled_request_cancels_its_transcription(server, tmp_path, caplog)
     import soundfile as sf
 
     from scriba.app.server import audio_api
-    from scriba.engine.audio import load_audio
+    from scriba.app.transcribe_options import TranscribeOptions
+    from scriba.media.load import load_audio
 
     _, served = server
     manager = served.loop(None).engine.block_manager
@@ -203,7 +221,8 @@ def test_a_cancelled_request_cancels_its_transcription(server, tmp_path, caplog)
             return False
 
     async def cancelled_after(seconds):
-        task = asyncio.create_task(audio_api._run(StillConnected(), str(long), "long.flac", {"model": None}))
+        options = TranscribeOptions(model=None)
+        task = asyncio.create_task(audio_api._run(StillConnected(), str(long), "long.flac", options))
         await asyncio.sleep(seconds)
         assert manager.num_free() < manager.num_total()  # decoding
         task.cancel()

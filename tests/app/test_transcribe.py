@@ -9,7 +9,7 @@ import pytest
 
 import scriba
 from scriba.app.writers import format_transcript, write_transcript
-from scriba.engine.audio import AudioError, load_audio
+from scriba.media.load import AudioError, load_audio
 
 JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
 PHRASES = ("my fellow americans", "your country", "do for you")

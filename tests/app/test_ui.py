@@ -44,6 +44,26 @@ def test_transcription_gives_language_text_rows_and_subtitles():
     assert words == []  # no word timestamps unless asked
 
 
+def test_the_transcript_grows_as_windows_finish(tmp_path):
+    """The page's handler yields the text and rows so far as segments arrive (windows of
+    different lengths finish at different steps), then the whole result with its files."""
+    import numpy as np
+    import soundfile as sf
+
+    from scriba.media.load import load_audio
+
+    jfk = load_audio(JFK)
+    path = tmp_path / "talk.wav"
+    sf.write(path, np.concatenate([jfk, jfk[: 3 * 16000], jfk, jfk[: 5 * 16000], jfk]), 16000)
+    shown = list(ui.transcribe_tab.stream_transcription(str(path), "", "auto", "transcribe", True))
+    *partial, (_, text, rows, files, _) = shown
+    assert partial and all(p[3] == gr.update() for p in partial)  # files only at the end
+    lengths = [len(p[2]) for p in partial]
+    assert lengths == sorted(lengths) and lengths[0] < len(rows) == lengths[-1]
+    assert partial[-1][2] == rows and text.count("fellow Americans") == 5  # the cut pieces say it too
+    assert files["visible"] and len(files["value"]) == 4
+
+
 def test_word_timestamps_fill_the_word_view():
     *_, words = ui.run_transcription(JFK, "", "auto", "transcribe", True, "float32", True)
     assert words["visible"]

@@ -61,7 +61,7 @@ def five_minutes(tmp_path_factory):
     """Five and a half minutes: jfk.flac 24 times with 3 s pauses."""
     import soundfile as sf
 
-    from scriba.engine.audio import load_audio
+    from scriba.media.load import load_audio
 
     path = tmp_path_factory.mktemp("long") / "five_minutes.flac"
     jfk, pause = load_audio(JFK), np.zeros(3 * 16000, np.float32)
@@ -146,7 +146,7 @@ def test_long_file_progress_moves_and_a_segment_click_plays_from_there(page, fiv
     page.click("#transcribe-button")
     seen, shot = [], False
     deadline = time.time() + 180
-    while not page.locator("#transcript textarea").input_value() and time.time() < deadline:
+    while not page.locator("#downloads a").count() and time.time() < deadline:  # files: the end
         seen += page.locator(".progress-level-inner, .progress-text").all_inner_texts()
         if not shot and any("transcribing window" in t and " - 0.0%" not in t for t in seen):
             shoot(page, "long_file_progress")
@@ -304,7 +304,7 @@ def test_the_multilingual_base_detects_and_translates(page, tmp_path, shoot):
     import soundfile as sf
     from multilingual import clip
 
-    from scriba.engine.audio import load_audio
+    from scriba.media.load import load_audio
 
     spanish = tmp_path / "spanish.wav"
     sf.write(spanish, load_audio(clip("es_")["path"])[: 25 * 16000], 16000)

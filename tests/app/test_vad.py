@@ -7,7 +7,7 @@ import pytest
 from compositions import compose
 
 from scriba.app.vad import VadOptions, speech_chunks
-from scriba.engine.audio import load_audio
+from scriba.media.load import load_audio
 
 JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
 

@@ -12,10 +12,10 @@ from tiny_whisper import synthetic_clip
 from transformers.models.whisper.generation_whisper import _dynamic_time_warping, _median_filter
 
 import scriba
-from scriba.app.engines import get_engine
 from scriba import Engine
+from scriba.app.engines import get_engine
 from scriba.app.words import dtw, median_filter, split_words
-from scriba.engine.audio import load_audio
+from scriba.media.load import load_audio
 
 JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
 

@@ -7,7 +7,7 @@ import torch
 from tiny_whisper import synthetic_clip
 
 from scriba import Engine, SamplingParams
-from scriba.engine.audio import log_mel
+from scriba.whisper.log_mel import log_mel
 
 
 def eager_cross_attentions(hf, features, tokens):

@@ -8,8 +8,7 @@ import pytest
 
 from scriba.app.cli import main
 from scriba.models import offline
-from scriba.models.ctranslate2 import is_ctranslate2_folder
-from scriba.models.loader import resolve_model_path
+from scriba.models.loader import is_ctranslate2_folder, resolve_model_path
 
 CLIP = os.path.join(
     os.path.dirname(__file__), "..", "data", "multilingual", "zh_aishell_BAC009S0724W0121.wav"

@@ -10,6 +10,7 @@ driver, once per file, so every file is transcribed exactly once in the output.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -20,6 +21,7 @@ from scriba.app.cluster import ray_runtime
 from scriba.app.cluster.inputs import expand_inputs, is_remote
 from scriba.app.cluster.results_file import ResultsFile
 from scriba.app.cluster.transcriber import Transcriber, error_row
+from scriba.app.transcribe_options import TranscribeOptions
 
 
 @dataclass
@@ -46,9 +48,9 @@ class BatchReport:
         )
 
 
-def run_batch(inputs, output, model=None, options=None, engine_config=None, plan=None, progress=None):
-    """Transcribe every input into `output` (.jsonl or .parquet); returns a BatchReport.
-    `options`: transcribe() options; `engine_config`: EngineConfig fields."""
+def run_batch(inputs, output, options: TranscribeOptions | None = None, plan=None, progress=None):
+    """Transcribe every input into `output` (.jsonl or .parquet) with `options`; returns a
+    BatchReport."""
     plan, started = plan or BatchPlan(), time.perf_counter()
     results = ResultsFile(output)
     paths = expand_inputs(inputs)
@@ -63,7 +65,7 @@ def run_batch(inputs, output, model=None, options=None, engine_config=None, plan
             results.write(error_row(path, f"no such file: {path}"))
         bar = _bar(len(todo), progress)
         bar.update(len(missing))
-        for row in _transcribed_rows(found, model, options or {}, engine_config or {}, plan):
+        for row in _transcribed_rows(found, options or TranscribeOptions(), plan):
             results.write(row)
             failed += bool(row.get("error"))
             bar.update(1)
@@ -74,17 +76,18 @@ def run_batch(inputs, output, model=None, options=None, engine_config=None, plan
     return BatchReport(len(todo), failed, len(paths) - len(todo), time.perf_counter() - started)
 
 
-def _transcribed_rows(paths, model, options, engine_config, plan: BatchPlan):
+def _transcribed_rows(paths, options: TranscribeOptions, plan: BatchPlan):
     """Rows as the workers finish them (not in input order)."""
     if not paths:
         return
     ray = ray_runtime.connect(plan.ray_address)
-    workers, resources, config = _worker_resources(ray, plan, engine_config)
+    workers, resources, config = _worker_resources(ray, plan, options.engine)
+    options = dataclasses.replace(options, engine=config, on_error="report")
     workers = min(workers, _blocks(paths, plan))  # no idle engines for a short job
     dataset = ray.data.from_items([{"path": p} for p in paths], override_num_blocks=_blocks(paths, plan))
     dataset = dataset.map_batches(
         Transcriber,
-        fn_constructor_kwargs={"model": model, "options": options, "engine_config": config},
+        fn_constructor_kwargs={"options": options},
         batch_size=plan.files_per_batch,
         # Two calls at once per engine: one's files fill the batch while the other's last finish
         compute=ray.data.ActorPoolStrategy(

@@ -44,22 +44,21 @@ def run_batch(args: argparse.Namespace) -> int:
     from scriba.app.cluster.ray_runtime import need_ray
 
     need_ray()  # before any work: say at once when Ray is missing
-    from scriba.app.cluster.batch import BatchPlan, run_batch as batch
-    from scriba.engine.whisper_decoding import whisper_language_code
+    from scriba.app.cluster.batch import BatchPlan
+    from scriba.app.cluster.batch import run_batch as batch
+    from scriba.app.transcribe_options import VAD_CHOICES, TranscribeOptions
 
-    if args.language:  # a typo fails here, not in every file's row
-        whisper_language_code(args.language)
-
-    options = {
-        "language": args.language,
-        "task": args.task,
-        "beam_size": args.beam_size,
-        "word_timestamps": args.word_timestamps,
-        "vad_filter": {"auto": None, "on": True, "off": False}[args.vad],
-    }
-    config = {k: v for k, v in engine_options(args).items() if v not in (None, "auto")}
+    options = TranscribeOptions(  # checked here: a typo fails once, not in every file's row
+        model=args.model,
+        language=args.language,
+        task=args.task,
+        beam_size=args.beam_size,
+        word_timestamps=args.word_timestamps,
+        vad_filter=VAD_CHOICES[args.vad],
+        engine={k: v for k, v in engine_options(args).items() if v not in (None, "auto")},
+    )
     plan = BatchPlan(args.workers, args.cpus_per_worker, args.files_per_batch, args.ray_address)
-    report = batch(args.inputs, args.output, args.model, options, config, plan)
+    report = batch(args.inputs, args.output, options, plan)
     print(report.line(args.output), file=sys.stderr)
     return 0
 

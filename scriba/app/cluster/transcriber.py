@@ -43,11 +43,11 @@ class Transcriber:
     together, so their windows share engine steps. Calls may overlap (the actor's threads share
     one engine loop), which keeps the batch full while one call finishes its last windows."""
 
-    def __init__(self, model: str | None, options: dict, engine_config: dict):
+    def __init__(self, options):
         from scriba.app.engines import get_loop, speech_config
 
-        self.model, self.options, self.engine_config = model, options, engine_config
-        get_loop(model, **speech_config(engine_config))  # load now: the first batch should not wait for it
+        self.options = options  # TranscribeOptions
+        get_loop(options.model, **speech_config(options.engine))  # load now: the first batch should not wait
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list]:
         """{"path": [n]} -> {"path": [n], "row": [n] JSON rows}, in the same order."""
@@ -66,9 +66,8 @@ class Transcriber:
 
         if not audios:
             return []
-        run = dict(model=self.model, on_error="report", **self.options, **self.engine_config)
         try:
-            return [r.to_dict() for r in transcribe(audios, **run)]
+            return [r.to_dict() for r in transcribe(audios, self.options)]
         except Exception as e:  # recorded in its row; the job goes on
             if len(audios) == 1:
                 return [{"error": f"{type(e).__name__}: {e}".splitlines()[0]}]

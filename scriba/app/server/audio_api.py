@@ -23,17 +23,20 @@ from scriba.app.server.responses import (
 )
 from scriba.app.server.uploads import remove, save_upload, upload_name
 from scriba.app.transcribe import transcribe
+from scriba.app.transcribe_options import TEMPERATURES, TranscribeOptions
 from scriba.app.window_decoder import Cancelled
-from scriba.engine.audio import SAMPLE_RATE, AudioError, load_audio
+from scriba.media.load import SAMPLE_RATE, AudioError, load_audio
 
 router = APIRouter()
 # transcribe() calls mostly wait on the engine loop: enough threads that every client's request
 # joins the running batch (asyncio's default pool, cpu + 4 threads, would cap the batch at 6).
 WORKERS = ThreadPoolExecutor(max_workers=256, thread_name_prefix="scriba-request")
-DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # OpenAI's temperature 0: openai-whisper's fallback
 
 
-def _options(request: Request, task, model, language, prompt, fmt, temperature, granularities) -> dict:
+def _options(
+    request: Request, task, model, language, prompt, fmt, temperature, granularities
+) -> TranscribeOptions:
+    """The form's fields as TranscribeOptions (OpenAI's names and ranges checked here)."""
     served = request.app.state.served
     if fmt not in FORMATS:
         raise APIError(
@@ -50,15 +53,18 @@ def _options(request: Request, task, model, language, prompt, fmt, temperature, 
         )
     whisper = served.resolve(model, "whisper", task)
     served.loop(whisper)  # counts as a use: the least recently used engine goes first
-    return dict(
-        model=whisper,
-        language=language or None,
-        task=task,
-        initial_prompt=prompt or None,
-        temperature=(temperature,) if temperature > 0 else DEFAULT_TEMPERATURES,
-        word_timestamps="word" in granularities,
-        **served.engine_config,
-    )
+    try:
+        return TranscribeOptions(
+            model=whisper,
+            language=language or None,
+            task=task,
+            initial_prompt=prompt or None,
+            temperature=(temperature,) if temperature > 0 else TEMPERATURES,
+            word_timestamps="word" in granularities,
+            engine=served.engine_config,
+        )
+    except ValueError as e:  # e.g. a language no Whisper knows
+        raise APIError(400, str(e).splitlines()[0], "language" if "language" in str(e) else None) from None
 
 
 def _decoded(path: str, name: str) -> tuple:
@@ -66,11 +72,11 @@ def _decoded(path: str, name: str) -> tuple:
     return load_audio(path, name=name), SAMPLE_RATE
 
 
-async def _run(request: Request, path: str, name: str, options: dict):
+async def _run(request: Request, path: str, name: str, options: TranscribeOptions):
     """transcribe() in a worker thread; a client that goes away cancels it."""
     cancel = threading.Event()
     job = asyncio.get_running_loop().run_in_executor(
-        WORKERS, lambda: transcribe(_decoded(path, name), cancel=cancel, **options)
+        WORKERS, lambda: transcribe(_decoded(path, name), options, cancel=cancel)
     )
     try:
         while not job.done():
@@ -93,6 +99,10 @@ async def _run(request: Request, path: str, name: str, options: dict):
     except (ValueError, TypeError) as e:
         param = "language" if "language" in str(e) else None
         raise APIError(400, str(e).splitlines()[0], param) from None
+    finally:
+        # A failed job holds its error, whose traceback holds this frame (and, from the worker,
+        # transcribe()'s, with the audio): a cycle only a full garbage collection would free.
+        del job
 
 
 def _in_worker(fn, *args):
@@ -101,7 +111,7 @@ def _in_worker(fn, *args):
     return asyncio.get_running_loop().run_in_executor(WORKERS, fn, *args)
 
 
-def _stream(path: str, name: str, options: dict, cleanup) -> StreamingResponse:
+def _stream(path: str, name: str, options: TranscribeOptions, cleanup) -> StreamingResponse:
     """Server-sent events: a transcript.text.delta per segment as the generator yields it (in
     order, window by window), then .done; a failure ends the stream with an error event. The
     generator runs in worker threads, a step at a time; a client that goes away closes it,
@@ -111,7 +121,7 @@ def _stream(path: str, name: str, options: dict, cleanup) -> StreamingResponse:
         segments, texts = None, []
         try:
             audio = await _in_worker(_decoded, path, name)
-            segments, _ = await _in_worker(lambda: transcribe_stream(audio, mode="sequential", **options))
+            segments, _ = await _in_worker(lambda: transcribe_stream(audio, options, mode="sequential"))
             while (segment := await _in_worker(next, segments, None)) is not None:
                 texts.append(segment.text)
                 yield delta_event(segment.text.lstrip() if len(texts) == 1 else segment.text)

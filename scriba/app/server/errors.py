@@ -25,7 +25,7 @@ TYPES = {
 }
 
 
-# A media error's status, by its category (scriba.engine.audio_errors).
+# A media error's status, by its category (scriba.media.errors).
 MEDIA_STATUS = {
     "empty": 400,
     "truncated or corrupt": 400,

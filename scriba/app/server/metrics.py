@@ -1,6 +1,6 @@
 """GET /metrics in Prometheus' text format (prometheus_client): requests by path and status,
 latency histograms, and from the shared engine loops: queue depth, running sequences, KV blocks
-used and free, tokens generated (its rate is tokens/s)."""
+used and free, tokens generated (its rate is tokens/s); the C heap in use, kept free, mapped."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from scriba.engine.host_heap import heap_bytes
 
 
 class EngineCollector:
@@ -39,6 +41,12 @@ class EngineCollector:
         for key, loop in loops:
             tokens.add_metric([str(key[0])], loop.generated_tokens)
         yield tokens
+        heap = heap_bytes()
+        if heap is not None:
+            family = GaugeMetricFamily("scriba_host_heap_bytes", "the process' C heap", labels=["kind"])
+            for kind, value in heap.items():
+                family.add_metric([kind], value)
+            yield family
 
 
 class Metrics:

@@ -11,8 +11,8 @@ import tempfile
 from fastapi import UploadFile
 
 from scriba.app.server.errors import APIError, media_error
-from scriba.engine.audio import AudioError, probe_duration
-from scriba.engine.audio_errors import too_long
+from scriba.media.errors import too_long
+from scriba.media.load import AudioError, probe_duration
 
 CHUNK = 1 << 20
 

@@ -10,6 +10,7 @@ import os
 import threading
 
 from scriba.app.live import LiveTranscript
+from scriba.app.transcribe_options import TranscribeOptions
 from scriba.app.ui.choices import model_arg
 from scriba.app.ui.uploads import scratch_folder
 
@@ -29,7 +30,7 @@ class LiveSession:
     own and each chunk shows the latest text."""
 
     def __init__(self, model):
-        self.live = LiveTranscript(options={"model": model_arg(model)})
+        self.live = LiveTranscript(options=TranscribeOptions(model=model_arg(model)))
         self.lock = threading.Lock()
         self.worker: threading.Thread | None = None
         self.shown = ("", "")
@@ -86,7 +87,7 @@ def live_stop(session: LiveSession | None):
         return live_html("", ""), "", None, None
     path = os.path.join(scratch_folder("scriba-live-"), "recording.wav")
     sf.write(path, live.recording(), 16000, subtype="PCM_16")
-    final = transcribe(path, **live.options).text
+    final = transcribe(path, live.options).text
     return live_html(final, ""), final, gr.update(value=path, visible=True), None
 
 

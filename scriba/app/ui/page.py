@@ -19,7 +19,7 @@ from scriba.app.ui.summarize_tab import (
     run_transcript_summary,
     summarizer_state,
 )
-from scriba.app.ui.transcribe_tab import PRECISIONS, follow_model, run_transcription, seek_to_segment
+from scriba.app.ui.transcribe_tab import PRECISIONS, follow_model, seek_to_segment, stream_transcription
 
 # After a segment click has moved the player: play from there (the player's own Play button).
 PLAY_JS = "() => { document.querySelector('#audio button[aria-label=\"Play\"]')?.click(); }"
@@ -103,7 +103,7 @@ def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER):
             summary_notice, summarize_button, summary_model_state = build_summarize_tab(gr, summary_model)
 
         def transcribe_with_progress(audio_path, *chosen, progress=gr.Progress()):
-            return run_transcription(audio_path, *chosen, progress)
+            yield from stream_transcription(audio_path, *chosen, progress)
 
         model_box, language, task = options[:3]
         demo.load(follow_model, [model_box], [status, language, task])

@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 import threading
 
-from scriba.app.transcribe import transcribe
+from scriba.app.segment_stream import transcribe_stream
+from scriba.app.transcribe_options import TranscribeOptions
 from scriba.app.ui import uploads
 from scriba.app.ui.choices import describe_model, model_arg, whisper_facts
 from scriba.app.ui.text import clock, language_line, paragraphs, seconds_of
 from scriba.app.window_decoder import Cancelled
 from scriba.app.writers import FORMATS, write_transcript
-from scriba.engine.audio import SAMPLE_RATE, AudioError, load_audio
+from scriba.media.load import SAMPLE_RATE, AudioError, load_audio
 
 # The precision choices, as engine options (README: CPU modes).
 PRECISIONS = {
@@ -27,13 +28,18 @@ def run_transcription(
 ):
     """Gradio handler: (language line, transcript, segment rows, download files, word rows).
     `progress` (Gradio's) gets the stages and the windows as they finish."""
-    problem = uploads.audio_problem(audio_path)
-    if problem is not None:
-        raise uploads.user_error(problem)
-    try:  # errors name the file as the user did: the page keeps the upload's own name
-        samples = load_audio(audio_path, name=os.path.basename(audio_path))
-    except (AudioError, FileNotFoundError) as e:
-        raise uploads.user_error(f"{e}.") from None
+    *_, last = stream_transcription(
+        audio_path, model, language, task, timestamps, precision, word_timestamps, progress
+    )
+    return last
+
+
+def stream_transcription(
+    audio_path, model, language, task, timestamps, precision="int8", word_timestamps=False, progress=None
+):
+    """The page's outputs as segments arrive (the transcript and its rows grow, in order), then
+    the whole result with its downloads and words; closing it early stops the decoding."""
+    samples = _read_upload(audio_path)
     cancel, gone = threading.Event(), page_gone_check()
 
     def report(p):  # heard every 0.5 s while windows decode
@@ -43,23 +49,45 @@ def run_transcription(
             progress(p.fraction, desc=str(p))
 
     try:
-        result = transcribe(
-            (samples, SAMPLE_RATE),
+        options = TranscribeOptions(
             model=model_arg((model or "").strip()),
             language=None if language in (None, "", "auto") else language,
             task=task,
             timestamps=bool(timestamps),
             word_timestamps=bool(word_timestamps),
-            progress=report,
-            cancel=cancel,
-            **PRECISIONS.get(precision, {}),
+            engine=PRECISIONS.get(precision, {}),
         )
+        segments, info = transcribe_stream((samples, SAMPLE_RATE), options, progress=report, cancel=cancel)
+        multilingual, heard = whisper_facts(model).multilingual, []
+        for segment in segments:
+            heard.append(segment)
+            yield _partial(info, heard, multilingual, timestamps)
     except (OSError, ValueError) as e:
         raise uploads.user_error(str(e).splitlines()[0]) from None
     except Cancelled:
         uploads.log.info("the page went away: its transcription was stopped")
         raise uploads.user_error("Stopped: the page went away.") from None
-    return _show(result, audio_path, whisper_facts(model).multilingual, timestamps, word_timestamps)
+    yield _show(segments.transcription, audio_path, multilingual, timestamps, word_timestamps)
+
+
+def _read_upload(audio_path) -> object:
+    problem = uploads.audio_problem(audio_path)
+    if problem is not None:
+        raise uploads.user_error(problem)
+    try:  # errors name the file as the user did: the page keeps the upload's own name
+        return load_audio(audio_path, name=os.path.basename(audio_path))
+    except (AudioError, FileNotFoundError) as e:
+        raise uploads.user_error(f"{e}.") from None
+
+
+def _partial(info, heard: list, multilingual: bool, timestamps: bool) -> tuple:
+    """The outputs while decoding: the text and rows so far; downloads and words unchanged."""
+    import gradio as gr
+
+    text = paragraphs(heard) if timestamps else "".join(s.text for s in heard).strip()
+    rows = [[clock(s.start), clock(s.end), s.text.strip()] for s in heard]
+    line = language_line(info.language, info.language_probability, multilingual)
+    return line, text, rows, gr.update(), gr.update()
 
 
 def _show(result, audio_path: str, multilingual: bool, timestamps: bool, word_timestamps: bool) -> tuple:

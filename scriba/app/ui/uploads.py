@@ -12,7 +12,7 @@ import threading
 import time
 
 from scriba.app.ui.text import say_duration
-from scriba.engine.audio import AudioError, probe_duration
+from scriba.media.load import AudioError, probe_duration
 
 MAX_UPLOAD = "200mb"
 MAX_AUDIO_SECONDS = 2 * 60 * 60

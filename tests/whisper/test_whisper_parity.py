@@ -6,7 +6,7 @@ import torch
 from tiny_whisper import EOT, synthetic_clip
 
 from scriba import Engine, SamplingParams
-from scriba.engine.audio import log_mel
+from scriba.whisper.log_mel import log_mel
 
 MAX_NEW = 40
 CASES = [  # (model, language, task, timestamps)
@@ -82,10 +82,11 @@ def test_language_detection_reports_language_and_probability(tiny_whispers):
         ).logits[:, -1]
     lang_logits = logits[:, sorted(id_to_code)]
     for i, out in enumerate(outputs):
-        assert out.language == id_to_code[lang_ids[i]]
-        assert out.language_probability == pytest.approx(lang_logits[i].softmax(-1).max().item(), abs=1e-4)
+        assert out.annotations.language == id_to_code[lang_ids[i]]
+        best = lang_logits[i].softmax(-1).max().item()
+        assert out.annotations.language_probability == pytest.approx(best, abs=1e-4)
         no_speech = logits[i].softmax(-1)[hf.generation_config.no_timestamps_token_id - 1].item()
-        assert out.no_speech_prob == pytest.approx(no_speech, abs=1e-5)
+        assert out.annotations.no_speech_prob == pytest.approx(no_speech, abs=1e-5)
 
 
 def test_features_match_whisper_feature_extractor():
@@ -148,7 +149,8 @@ def test_preemption_keeps_whisper_tokens(tiny_whispers, mode):
     assert (sched.num_swapped_out if mode == "swap" else sched.num_recomputed) > 0
     for a, b in zip(roomy, outputs):
         assert a.outputs[0].token_ids == b.outputs[0].token_ids
-        assert a.language == b.language and a.no_speech_prob == pytest.approx(b.no_speech_prob, abs=1e-6)
+        assert a.annotations.language == b.annotations.language
+        assert a.annotations.no_speech_prob == pytest.approx(b.annotations.no_speech_prob, abs=1e-6)
 
 
 # transformers' Whisper generate() runs num_return_sequences copies of each clip, each returning

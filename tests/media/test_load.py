@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from scriba.engine.audio import AudioError, load_audio
+from scriba.media.load import AudioError, load_audio
 
 
 def tone(seconds=1.0, rate=44100, freq=440.0, channels=2):
@@ -89,7 +89,7 @@ def test_bad_inputs():
 def test_log_mel_is_torch_batched_and_equals_the_reference():
     """Features are computed in one batched torch pass (float64) and equal
     WhisperFeatureExtractor's float64 numpy reference within 1e-5, window by window."""
-    from scriba.engine.audio import feature_extractor, log_mel
+    from scriba.whisper.log_mel import feature_extractor, log_mel
 
     audio = load_audio("assets/jfk.flac")
     noise = np.random.default_rng(0).standard_normal(16000 * 31).astype(np.float32) * 0.1
@@ -114,8 +114,8 @@ def test_files_are_decoded_in_pieces_with_the_same_result(tmp_path, monkeypatch)
     import soundfile as sf
     import soxr
 
-    import scriba.engine.audio as audio
-    import scriba.engine.audio_decode as audio_decode
+    import scriba.media.decode as audio_decode
+    import scriba.media.load as audio
 
     rng = np.random.default_rng(0)
     stereo = (0.1 * rng.standard_normal((44_100 * 3, 2))).astype(np.float32)
@@ -132,7 +132,7 @@ def test_an_mp3_whose_header_overstates_its_length_decodes_no_stale_memory():
     """libsndfile's mp3 frame count is an estimate (this clip: 240 frames too many). Decoding
     must end where the data ends, not pad with whatever memory held before: the heap is
     filled with huge values first, so stale memory would show."""
-    from scriba.engine.audio_decode import _decode_with_av
+    from scriba.media.decode import _decode_with_av
 
     path = os.path.join(
         os.path.dirname(__file__), "..", "data", "multilingual", "ja_mfa_common_voice_ja_24511055.mp3"

@@ -1,7 +1,7 @@
 """Audio files decoded: soundfile (libsndfile: wav, flac, ogg, mp3) first, PyAV (FFmpeg: m4a,
 mp4, webm, opus, ...) when libsndfile cannot read a file, piece by piece so that a long file
 never exists whole at its own rate and channel count. A file that cannot be used raises one of
-scriba.engine.audio_errors' errors, naming the file as the caller names it: empty, not audio,
+scriba.media.errors' errors, naming the file as the caller names it: empty, not audio,
 truncated or corrupt (with how much decoded), an impossible header, an unsupported codec."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from scriba.engine.audio_errors import (
+from scriba.media.errors import (
     AudioError,
     EmptyAudio,
     NotAudio,
@@ -22,7 +22,7 @@ from scriba.engine.audio_errors import (
     damaged,
     unreadable,
 )
-from scriba.engine.media_headers import container_of, wav_format
+from scriba.media.headers import container_of, wav_format
 
 # Containers whose header counts frames exactly: no frames there means an empty recording.
 EXACT_LENGTH_FORMATS = {"WAV", "WAVEX", "AIFF", "W64", "RF64", "CAF", "AU"}
@@ -141,7 +141,7 @@ def decode_file(source: Any, sample_rate: int, name: str) -> tuple[np.ndarray, i
         try:
             return _decode_in_pieces(sound, sample_rate), sample_rate
         except _Partial as e:  # FFmpeg may read more of it
-            damage = e
+            damage = (e.decoded, e.expected)  # not `e`: its traceback holds this frame, a cycle
     if hasattr(handle, "seek"):
         handle.seek(0)
     try:
@@ -151,11 +151,11 @@ def decode_file(source: Any, sample_rate: int, name: str) -> tuple[np.ndarray, i
             f"{name} could not be decoded by soundfile, and PyAV (pip install av) is not installed"
         ) from None
     except _Partial as e:
-        most = e if damage is None or e.decoded > damage.decoded else damage
-        raise damaged(name, most.decoded, most.expected) from None
+        most = (e.decoded, e.expected) if damage is None or e.decoded > damage[0] else damage
+        raise damaged(name, *most) from None
     except Exception as e:
         if damage is not None:
-            raise damaged(name, damage.decoded, damage.expected) from None
+            raise damaged(name, *damage) from None
         if isinstance(e, AudioError):
             raise
         raise _not_readable(name, _head(handle)) from None

@@ -1,34 +1,67 @@
-"""Whisper's request processing: audio prompts, the decoder-prompt plan, its rules and probe.
+"""Whisper's request processing: audio prompts, the decoder prompt, its rules and probe.
 
 An audio prompt is decoded and turned into log-mel features here, in `process`, which runs in
-the caller's thread (see request_processing.py). The decoder prompt is planned from the
-options (whisper_decoding.py); the request gets Whisper's logits processors, and the
-no-speech probability at <|startoftranscript|> is probed at prefill. Outputs report the
-language, given or detected.
+the caller's thread (see engine/request_processing.py). The decoder prompt is built from the
+options (prompt_layout.py); the request gets Whisper's logits processors (logits_rules.py), and
+the probability of <|nospeech|> at <|startoftranscript|> is probed at prefill. Outputs carry
+`WhisperAnnotations`: the language, given or detected, and that no-speech probability.
+
+Audio prompts (see `AudioPrompt`):
+    {"audio": A, "language": None | "en" | ..., "task": "transcribe", "timestamps": False,
+     "prompt": previous text, "prefix": text}          the decoder prompt is built from the options
+    {"encoder_prompt": {"audio": A}, "decoder_prompt": Q}  Q used as given
+A is a path, bytes, a file object, (float array, sample_rate), or "input_features" replaces
+"audio" with precomputed log-mel features [mel_bins, frames].
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 import numpy as np
 
-from scriba.engine.inputs import AUDIO_OPTIONS, EncoderDecoderInputs, PromptType, is_audio_prompt
+from scriba.engine.inputs import EncoderDecoderInputs, PromptType, is_audio_prompt
 from scriba.engine.request_processing import ProcessedRequest, RequestProcessing
 from scriba.engine.sampling_params import SamplingParams
-from scriba.engine.whisper_decoding import build_whisper_processors, plan_decoder_prompt, spoken_language
+from scriba.whisper.languages import spoken_language
+from scriba.whisper.logits_rules import build_whisper_processors
+from scriba.whisper.prompt_layout import build_decoder_prompt
+
+
+class AudioPrompt(TypedDict, total=False):
+    audio: Any
+    input_features: Any
+    language: str | None
+    task: str
+    timestamps: bool
+    prompt: str | list[int]
+    prefix: str | list[int]
+
+
+AUDIO_OPTIONS = set(AudioPrompt.__annotations__)
+
+
+@dataclass
+class WhisperAnnotations:
+    """What a Whisper request's outputs say beyond their tokens (`RequestOutput.annotations`)."""
+
+    language: str | None  # given or detected (None until the detected one is generated)
+    language_probability: float | None  # among the languages, when detected
+    no_speech_prob: float | None  # of <|nospeech|> at <|startoftranscript|>
+    control_tokens: int = 0  # generated before the text: the detected <|lang|> and what is forced after it
 
 
 class WhisperRequestProcessing(RequestProcessing):
     def process(self, prompt: PromptType, params: SamplingParams | None = None) -> ProcessedRequest:
         request = super().process(prompt, params)
         inputs, tokens = request.inputs, self.model.tokens
-        plan = inputs.audio_plan
-        if plan is not None:
-            request.processors += build_whisper_processors(tokens, plan)
+        layout = inputs.model_data
+        if layout is not None:
+            request.processors += build_whisper_processors(tokens, layout)
             # Whisper's detected language and forced control tokens are chosen greedily (one
             # sequence) before the beams start, and do not count as generated.
-            request.beam_begin = plan.sample_begin
+            request.beam_begin = layout.sample_begin
         if tokens.sot in inputs.decoder_token_ids:
             request.probe = (inputs.decoder_token_ids.index(tokens.sot), tokens.no_speech)
         return request
@@ -42,20 +75,19 @@ class WhisperRequestProcessing(RequestProcessing):
         unknown = set(options) - allowed
         if unknown:
             raise ValueError(f"unknown keys in audio prompt: {sorted(unknown)} (allowed: {sorted(allowed)})")
-        features, seconds = self._features(options)
         limits = self.inputs.limits
-        inputs = EncoderDecoderInputs([], [], encoder_features=features, audio_seconds=seconds)
+        inputs = EncoderDecoderInputs([], [], encoder_features=self._features(options))
         inputs.num_encoder_positions = limits.max_encoder_len
         if explicit and prompt.get("decoder_prompt") is not None:
             decoder = prompt["decoder_prompt"]
             inputs.decoder_prompt, ids = self.inputs.tokenize(decoder, "decoder", add_special_tokens=False)
             inputs.decoder_token_ids = self.model.prepare_decoder_prompt(ids)
         else:
-            inputs.decoder_token_ids, inputs.audio_plan = self._plan(options)
+            inputs.decoder_token_ids, inputs.model_data = self._decoder_prompt(options)
         self.inputs.check(inputs.decoder_token_ids, "decoder", limits.max_decoder_len)
         return inputs
 
-    def _plan(self, options: dict):
+    def _decoder_prompt(self, options: dict):
         timestamps = options.get("timestamps", False)
         if not isinstance(timestamps, bool):
             raise ValueError(f"timestamps must be True or False, got {timestamps!r}")
@@ -63,17 +95,19 @@ class WhisperRequestProcessing(RequestProcessing):
         prefix = self.inputs.text_ids(options.get("prefix"), "prefix", leading_space=True)
         language, task = options.get("language"), options.get("task", "transcribe")
         max_len = self.inputs.limits.max_decoder_len
-        return plan_decoder_prompt(self.model.tokens, language, task, timestamps, prev, prefix, max_len)
+        return build_decoder_prompt(self.model.tokens, language, task, timestamps, prev, prefix, max_len)
 
-    def _features(self, options: dict) -> tuple[np.ndarray, float | None]:
-        from scriba.engine.audio import SAMPLE_RATE, WINDOW_SECONDS, load_audio, log_mel
+    def _features(self, options: dict) -> np.ndarray:
+        from scriba.media.load import load_audio
+        from scriba.whisper.constants import SAMPLE_RATE, WINDOW_SECONDS
+        from scriba.whisper.log_mel import log_mel
 
         mels, frames = self.model.num_mel_bins, self.model.num_frames
         if "input_features" in options:
             features = np.asarray(options["input_features"], dtype=np.float32)
             if features.shape != (mels, frames):
                 raise ValueError(f"input_features must have shape ({mels}, {frames}), got {features.shape}")
-            return features, None
+            return features
         samples = load_audio(options.get("audio"))
         seconds = len(samples) / SAMPLE_RATE
         if seconds > WINDOW_SECONDS + 1e-6:
@@ -81,8 +115,12 @@ class WhisperRequestProcessing(RequestProcessing):
                 f"audio is {seconds:.1f} s long; one request holds up to {WINDOW_SECONDS} s: "
                 "use scriba.transcribe() for long audio"
             )
-        return log_mel([samples], mels, frames)[0], seconds
+        return log_mel([samples], mels, frames)[0]
 
-    def annotate(self, inputs: EncoderDecoderInputs, seq: Any) -> dict[str, Any]:
+    def annotate(
+        self, inputs: EncoderDecoderInputs, seq: Any, probe_value: float | None
+    ) -> WhisperAnnotations:
         language, probability = spoken_language(self.model.tokens, inputs, seq)
-        return {"language": language, "language_probability": probability}
+        layout = inputs.model_data
+        control = layout.sample_begin - len(inputs.decoder_token_ids) if layout is not None else 0
+        return WhisperAnnotations(language, probability, probe_value, control)

@@ -10,9 +10,10 @@ from multilingual import CLIPS, clip, error_rate, faster_whisper_figures, multil
 from oracle import hf_token_times, scriba_token_times, transformers_whisper
 
 import scriba
-from scriba.app.engines import get_engine
 from scriba import SamplingParams
-from scriba.engine.audio import load_audio, log_mel
+from scriba.app.engines import get_engine
+from scriba.media.load import load_audio
+from scriba.whisper.log_mel import log_mel
 
 # faster-whisper and Scriba pad a short window differently (zeros in log-mel space, as
 # openai-whisper's transcribe does, vs the audio padded to 30 s, as transformers' feature
@@ -96,7 +97,7 @@ def test_same_tokens_as_transformers(hf_base, prefix, language, task):
     prompt = {"audio": (audio, 16000), "language": language, "task": task, "timestamps": True}
     out = get_engine("base").generate(prompt, SamplingParams(max_tokens=120 + detected))[0]
     assert out.prompt_token_ids + out.outputs[0].token_ids == expected
-    assert out.language == clip(prefix)["language"]
+    assert out.annotations.language == clip(prefix)["language"]
     assert any(t >= get_engine("base").model.tokens.timestamp_begin for t in out.outputs[0].token_ids)
 
 

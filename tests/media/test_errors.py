@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from scriba.engine.audio import load_audio, probe_duration
-from scriba.engine.audio_errors import (
+from scriba.media.errors import (
+    AudioError,
     AudioTooLong,
     DamagedAudio,
     EmptyAudio,
@@ -18,7 +18,8 @@ from scriba.engine.audio_errors import (
     UnsupportedCodec,
     too_long,
 )
-from scriba.engine.media_headers import container_of, wav_format
+from scriba.media.headers import container_of, wav_format
+from scriba.media.load import load_audio, probe_duration
 
 
 def encoded(fmt: str, seconds: float = 4.0) -> bytes:
@@ -130,3 +131,30 @@ def test_files_left_alone(tmp_path):
     for fmt in ("WAV", "FLAC"):
         path = written(tmp_path, f"ok.{fmt.lower()}", encoded(fmt))
         assert len(load_audio(path)) == 64000 and probe_duration(path) == pytest.approx(4.0)
+
+
+def test_a_damaged_file_leaves_no_reference_cycle(tmp_path):
+    """A decoder error kept in a local would hold, through its traceback, the frame holding it:
+    such a cycle (with what was decoded) waits for a full garbage collection, and a server
+    reading bad uploads grows until one comes. Every error here is freed when it is dropped."""
+    import gc
+
+    flac = bytearray(encoded("flac"))
+    flipped = bytearray(flac)
+    for i in range(4096, len(flipped), 1500):
+        flipped[i] ^= 0xFF
+    files = [
+        written(tmp_path, "cut.flac", bytes(flac[:5000])),
+        written(tmp_path, "bits.flac", bytes(flipped)),
+    ]
+    gc.collect()
+    gc.disable()
+    try:
+        for path in files * 2:
+            try:
+                load_audio(path)
+            except AudioError:
+                pass
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

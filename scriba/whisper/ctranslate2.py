@@ -35,14 +35,6 @@ _DTYPES = {
 }
 
 
-def is_ctranslate2_folder(path: str) -> bool:
-    if not os.path.isfile(os.path.join(path, "model.bin")):
-        return False
-    with open(os.path.join(path, "model.bin"), "rb") as f:
-        head = f.read(64)
-    return len(head) >= 8 and 4 <= struct.unpack_from("<I", head)[0] <= 6 and b"Spec" in head
-
-
 def read_model_bin(file: str) -> tuple[str, dict[str, torch.Tensor]]:
     """(spec name, {variable name: tensor}) with aliases resolved."""
     with open(file, "rb") as f:

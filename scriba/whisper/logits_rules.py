@@ -1,107 +1,19 @@
-"""Whisper's decoder prompt and decoding rules, as small logits processors.
+"""Whisper's decoding rules, as small logits processors.
 
-The decoder prompt is `[<|startofprev|> previous text] <|startoftranscript|> <|lang|> <|task|>
-[<|notimestamps|>] [prefix]`. With no language given (multilingual checkpoints), the prompt
-stops after <|startoftranscript|>: the first generated token is restricted to the language
-tokens (the detection, in the same pass as the transcription), and the task / timestamp /
-prefix tokens are then forced. The rules (suppress at begin, suppress, timestamps) act from
-`sample_begin`, the first token the model chooses freely, as in openai-whisper and
-transformers' `WhisperTimeStampLogitsProcessor`.
+The rules (suppress at begin, suppress, timestamps) act from `sample_begin`, the first token
+the model chooses freely, as in openai-whisper and transformers'
+`WhisperTimeStampLogitsProcessor`; the language detection restricts one position to the
+language tokens, and the tokens after it are forced (see prompt_layout.py).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 
 from scriba.engine.logits_processors import ForceToken, LogitsProcessor, ban, index, select
-
-TASKS = ("transcribe", "translate")
-
-
-@dataclass
-class AudioPlan:
-    """How a Whisper request's decoder sequence is laid out (indices into the decoder tokens)."""
-
-    sot_index: int  # <|startoftranscript|>: its logits give the no-speech probability
-    sample_begin: int  # the first freely chosen token
-    detect_language: bool  # the token at sot_index + 1 is generated, restricted to languages
-    forced: list[int]  # tokens forced after the detected language (task, notimestamps, prefix)
-    timestamps: bool
-
-
-def whisper_language_code(language: str) -> str:
-    """'en', 'English' or 'english' -> 'en' for any language Whisper knows; else a clear error."""
-    from transformers.models.whisper.tokenization_whisper import LANGUAGES, TO_LANGUAGE_CODE
-
-    if not isinstance(language, str):
-        raise ValueError(f"language must be a string like 'en' or None to detect it, got {language!r}")
-    code = language.strip().lower()
-    code = TO_LANGUAGE_CODE.get(code, code)
-    if code not in LANGUAGES:
-        raise ValueError(f"unknown language {language!r}: use a code like 'de' or a name like 'German'")
-    return code
-
-
-def language_code(language: str, tokens) -> str:
-    """`language` as this model's code; a clear error for anything the model lacks."""
-    from transformers.models.whisper.tokenization_whisper import LANGUAGES
-
-    code = whisper_language_code(language)
-    if not tokens.is_multilingual:
-        if code != "en":
-            name = LANGUAGES[code].title()
-            raise ValueError(f"this model is English-only: it cannot transcribe {name} ({language!r})")
-        return code
-    if code not in tokens.lang_to_id:
-        known = ", ".join(sorted(tokens.lang_to_id))
-        hint = (
-            f" ({LANGUAGES[code].title()} is not among this model's languages)" if code in LANGUAGES else ""
-        )
-        raise ValueError(f"unknown language {language!r}{hint}; use one of: {known}")
-    return code
-
-
-def plan_decoder_prompt(
-    tokens,
-    language: str | None,
-    task: str,
-    timestamps: bool,
-    prev_ids: list[int],
-    prefix_ids: list[int],
-    max_len: int,
-) -> tuple[list[int], AudioPlan]:
-    """The decoder prompt and plan for one window. `tokens` is the model's WhisperTokens."""
-    if task not in TASKS:
-        raise ValueError(f"task must be 'transcribe' or 'translate', got {task!r}")
-    if task == "translate" and not tokens.is_multilingual:
-        raise ValueError("this model is English-only: it cannot translate (task='translate')")
-    prompt: list[int] = []
-    if prev_ids:  # openai-whisper keeps the last half-context of previous text
-        prompt = [tokens.start_of_prev, *prev_ids[-(max_len // 2 - 1) :]]
-    sot_index = len(prompt)
-    prompt.append(tokens.sot)
-    rest: list[int] = []
-    detect = False
-    if tokens.is_multilingual:
-        if language is None:
-            detect = True
-        else:
-            prompt.append(tokens.lang_to_id[language_code(language, tokens)])
-        rest.append(tokens.translate if task == "translate" else tokens.transcribe)
-    elif language is not None:
-        language_code(language, tokens)  # checks it is English
-    if not timestamps:
-        rest.append(tokens.no_timestamps)
-    rest += prefix_ids
-    if detect:
-        plan = AudioPlan(sot_index, len(prompt) + 1 + len(rest), True, rest, timestamps)
-    else:
-        prompt += rest
-        plan = AudioPlan(sot_index, len(prompt), False, [], timestamps)
-    return prompt, plan
+from scriba.whisper.prompt_layout import PromptLayout
 
 
 class RestrictTo(LogitsProcessor):
@@ -223,33 +135,18 @@ def _timestamp_rules(logits, rows: list[int], begins: list[int], layout, step) -
         logits[r] = sub
 
 
-def build_whisper_processors(tokens, plan: AudioPlan) -> list[LogitsProcessor]:
+def build_whisper_processors(tokens, layout: PromptLayout) -> list[LogitsProcessor]:
     """The rules in transformers' order (begin-suppress, suppress, timestamps), then detection."""
-    begin = plan.sample_begin
+    begin = layout.sample_begin
     processors: list[LogitsProcessor] = []
     if tokens.begin_suppress_tokens:
         processors.append(SuppressAtBegin(tokens.begin_suppress_tokens, begin))
     if tokens.suppress_tokens:
         processors.append(SuppressFrom(tokens.suppress_tokens, begin))
-    if plan.timestamps:
+    if layout.timestamps:
         processors.append(TimestampRules(tokens, begin))
-    if plan.detect_language:
-        detect_at = plan.sot_index + 1
+    if layout.detect_language:
+        detect_at = layout.sot_index + 1
         processors.append(RestrictTo(sorted(tokens.lang_to_id.values()), detect_at))
-        processors += [ForceToken(t, detect_at + 1 + i) for i, t in enumerate(plan.forced)]
+        processors += [ForceToken(t, detect_at + 1 + i) for i, t in enumerate(layout.forced)]
     return processors
-
-
-def spoken_language(tokens, inputs, seq) -> tuple[str | None, float | None]:
-    """(language code, its probability among the languages when detected) of a request."""
-    id_to_lang = tokens.id_to_lang
-    if not tokens.is_multilingual:
-        return "en", None
-    plan = inputs.audio_plan
-    if plan is not None and plan.detect_language:
-        index = plan.sot_index + 1
-        if len(seq.token_ids) <= index:
-            return None, None
-        return id_to_lang.get(seq.token_ids[index]), math.exp(seq.token_logprobs[index - seq.prompt_len])
-    found = [id_to_lang[t] for t in inputs.decoder_token_ids if t in id_to_lang]
-    return (found[0] if found else None), None

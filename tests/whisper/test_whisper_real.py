@@ -7,9 +7,10 @@ import torch
 from oracle import transformers_tiny_en
 
 from scriba import Engine, SamplingParams
-from scriba.engine.audio import load_audio, log_mel
-from scriba.models.ctranslate2 import load_ctranslate2_whisper
+from scriba.media.load import load_audio
 from scriba.models.registry import default_model_path
+from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
+from scriba.whisper.log_mel import log_mel
 
 JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
 
@@ -42,7 +43,7 @@ def test_same_tokens_as_transformers_on_jfk(hf_tiny_en, engine, timestamps):
     assert out.prompt_token_ids + out.outputs[0].token_ids == ref
     text = out.outputs[0].text.lower()
     assert "my fellow americans" in text and "your country" in text and "do for you" in text
-    assert out.language == "en" and 0 <= out.no_speech_prob < 0.2
+    assert out.annotations.language == "en" and 0 <= out.annotations.no_speech_prob < 0.2
 
 
 def test_reader_produces_every_weight_of_the_model(engine):
