@@ -12,8 +12,10 @@ Every --every seconds it samples the server's resident memory, threads, open fil
 descriptors, upload files left in its temporary folder, and from /metrics the KV-cache blocks
 in use and the C heap (in use, and freed but kept by the allocator). At the end it stops the
 traffic, waits for the server to go idle, samples once more and prints every sample, each
-measure's first and last values and its slope per hour after the first two minutes (warm-up),
-and the requests by kind and answer.
+measure's first and last values, its slope per hour (with its standard error: the samples swing
+with the requests in flight) from minute 2 and from minute 10 (the traffic's worst moments take
+a while to come), its mean and maximum in each third of the run after minute 2, and the
+requests by kind and answer.
 """
 
 from __future__ import annotations
@@ -182,12 +184,22 @@ class Traffic:
                 self.counts[(kind, answer)] += 1
 
 
-def slope_per_hour(points: list[tuple[float, float]]) -> float:
-    late = [(t, v) for t, v in points if t >= WARM_UP]
-    if len(late) < 2:
-        return float("nan")
+def slope_per_hour(points: list[tuple[float, float]], after: float) -> tuple[float, float]:
+    """Least-squares slope per hour of the samples from `after` seconds on, and its standard
+    error (the samples swing with the requests in flight)."""
+    late = [(t, v) for t, v in points if t >= after]
+    if len(late) < 4:
+        return float("nan"), float("nan")
     t, v = np.array(late).T
-    return float(np.polyfit(t / 3600, v, 1)[0])
+    fit, cov = np.polyfit(t / 3600, v, 1, cov=True)
+    return float(fit[0]), float(np.sqrt(cov[0, 0]))
+
+
+def thirds(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """(mean, max) of the samples in each third of the run after the first two minutes."""
+    late = [(t, v) for t, v in points if t >= WARM_UP]
+    cuts = np.array_split(np.array([v for _, v in late]), 3)
+    return [(float(c.mean()), float(c.max())) for c in cuts if len(c)]
 
 
 def report(samples: list[tuple[float, dict]], traffic: Traffic, lines: list[str]) -> None:
@@ -195,11 +207,19 @@ def report(samples: list[tuple[float, dict]], traffic: Traffic, lines: list[str]
     lines.append(f"{'t (s)':>7} " + " ".join(f"{k:>11}" for k in keys))
     lines += [f"{t:7.0f} " + " ".join(f"{s[k]:11.1f}" for k in keys) for t, s in samples]
     lines.append("")
-    lines.append(f"{'measure':<11} {'first':>9} {'last':>9} {'slope/hour after warm-up':>26}")
+    busy = samples[:-1]  # the last sample is taken idle, after the traffic
+    lines.append(
+        f"{'measure':<12} {'first':>8} {'last':>8} {'slope/h from 2 min':>20} {'from 10 min':>16}"
+        "   mean (max) by third of the run after 2 min"
+    )
     for k in keys:
-        first, last = samples[0][1][k], samples[-1][1][k]
+        points = [(t, s[k]) for t, s in busy]
+        slopes = [slope_per_hour(points, after) for after in (WARM_UP, 600.0)]
+        by_third = "  ".join(f"{mean:.0f} ({most:.0f})" for mean, most in thirds(points))
         lines.append(
-            f"{k:<11} {first:9.1f} {last:9.1f} {slope_per_hour([(t, s[k]) for t, s in samples]):26.2f}"
+            f"{k:<12} {samples[0][1][k]:8.1f} {samples[-1][1][k]:8.1f} "
+            + " ".join(f"{slope:+9.0f} ± {error:<6.0f}" for slope, error in slopes)
+            + f"   {by_third}"
         )
     lines.append("")
     lines.append("requests (kind, answer): count")

@@ -12,6 +12,7 @@ _EXPORTS = {
     "transcribe": "scriba.app.transcribe",
     "transcribe_stream": "scriba.app.segment_stream",
     "TranscriptionInfo": "scriba.app.segment_stream",
+    "TranscribeOptions": "scriba.app.transcribe_options",
     "summarize": "scriba.app.summarize",
     "Transcription": "scriba.app.segments",
     "Segment": "scriba.app.segments",

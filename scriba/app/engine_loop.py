@@ -1,6 +1,6 @@
 """The loop that drives one shared Engine in a background thread, for any number of callers.
 
-Callers `submit` requests (processed in their own thread) and get Futures; the loop admits
+Callers `submit` requests (prepared in their own thread) and get Futures; the loop admits
 them into the running batch and steps. It is built not to lose anyone:
 - a request that fails, fails alone: when a step raises, its requests are aborted and run again
   in halves, apart from the rest, until the one that fails is found (it gets the error);
@@ -56,10 +56,10 @@ class EngineLoop:
         self.max_batch_size = 0  # the most sequences one step has run (for tests and logs)
         self.generated_tokens = 0  # by finished requests (the server's metrics)
         self._cond = threading.Condition()
-        self._calls: list[tuple[list, list[str], list[Future]]] = []  # (processed requests, ids, futures)
+        self._calls: list[tuple[list, list[str], list[Future]]] = []  # (prepared requests, ids, futures)
         self._queue: deque[list[tuple[str, object, Future]]] = deque()  # per call: not admitted yet
         self._futures: dict[str, Future] = {}  # admitted, not finished
-        self._requests: dict[str, object] = {}  # their processed requests, to run again
+        self._requests: dict[str, object] = {}  # their prepared requests, to run again
         self._suspects: list[list[str]] = []  # groups to run apart after a failed step
         self._trial: set[str] | None = None  # the group running apart now
         self._cancels: list[str] = []
@@ -92,7 +92,7 @@ class EngineLoop:
         requests = []
         for i, (prompt, p) in enumerate(zip(prompts, params)):
             try:
-                requests.append(self.engine.process(prompt, p))
+                requests.append(self.engine.prepare(prompt, p))
             except (ValueError, TypeError) as e:
                 raise type(e)(f"prompt {i}: {e}") from None
         ids = [f"loop-{next(self._ids)}" for _ in prompts]

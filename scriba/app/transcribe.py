@@ -107,20 +107,20 @@ def begin(sources: list, raise_errors: bool, o: TranscribeOptions, calls: Callba
         loop, o.task, o.timestamps, list(o.temperature), guards, o.beam_size, report, o.aligns, calls.cancel
     )
     detection = (o.language_detection_threshold, o.language_detection_segments)
-    plan = (o.vad_filter, o.vad_parameters, language, decoder.text_ids(o.initial_prompt), detection)
-    files, errors = _prepare(sources, raise_errors, plan, calls.on_segments, say)
+    per_file = (o.vad_filter, o.vad_parameters, language, decoder.text_ids(o.initial_prompt), detection)
+    files, errors = _prepare(sources, raise_errors, per_file, calls.on_segments, say)
     say(Progress("transcribing"))
     drive = _batched if o.mode == "batched" else _sequential
     return Run(decoder, files, errors, drive(decoder, files, o.condition_on_previous_text), say)
 
 
-def _prepare(sources: list, raise_errors: bool, plan: tuple, on_segments, say):
+def _prepare(sources: list, raise_errors: bool, per_file: tuple, on_segments, say):
     """The files to decode (read, their speech found) and the error entries of unreadable ones.
-    `plan`: (vad_filter, vad options, language, prompt ids, (detection threshold, windows))."""
+    `per_file`: (vad_filter, vad options, language, prompt ids, (detection threshold, windows))."""
     say(Progress("reading audio"))
     waves, errors = _load_all(sources, raise_errors)
     say(Progress("finding speech"))
-    files = [FileTranscription(w, *plan) for w in waves]
+    files = [FileTranscription(w, *per_file) for w in waves]
     for i, f in enumerate(files):  # on_segments hears which file's segments they are
         f.announce = (lambda segs, i=i: on_segments(i, segs)) if on_segments else None
     return files, errors
@@ -146,7 +146,7 @@ def _check_request_options(engine, language, task) -> str | None:
     if not getattr(engine.model, "encodes_audio", False):
         raise ValueError(f"model {engine.config.model!r} is not a speech model (Whisper)")
     silence = np.zeros((engine.model.num_mel_bins, engine.model.num_frames))
-    engine.process({"input_features": silence, "language": language, "task": task})
+    engine.prepare({"input_features": silence, "language": language, "task": task})
     return None if language is None else language_code(language, engine.model.tokens)
 
 
@@ -158,10 +158,10 @@ def _batched(decoder: WindowDecoder, files: list[FileTranscription], condition: 
     first: list[Window] = []
     for f, file in enumerate(files):
         if file.vad:
-            plan = pack_windows(file.map.bounds(), breaks=set(file.map.region_ends()))
+            bounds = pack_windows(file.map.bounds(), breaks=set(file.map.region_ends()))
         else:
-            plan = quiet_cut_windows(file.stream)
-        windows = [file.window(f, s, e, file.context) for s, e in plan]
+            bounds = quiet_cut_windows(file.stream)
+        windows = [file.window(f, s, e, file.context) for s, e in bounds]
         windows = [w for w in windows if not is_silent(w.samples)]
         file.pending = [(w.start, w.end) for w in windows]
         detect = file.detecting(decoder)

@@ -20,7 +20,7 @@ from scriba.engine.memory import cpu_kv_blocks, gpu_kv_blocks
 from scriba.engine.model_runner import ModelRunner
 from scriba.engine.output_builder import OutputBuilder
 from scriba.engine.outputs import RequestOutput
-from scriba.engine.request_processing import ProcessedRequest, request_processing_for
+from scriba.engine.request_processing import PreparedRequest, request_processing_for
 from scriba.engine.sampling_params import SamplingParams
 from scriba.engine.scheduler import Scheduler
 from scriba.engine.sequence import SequenceGroup, SequenceStatus
@@ -56,8 +56,8 @@ class Engine:
         m = self.model
         eos = m.config.eos_token_id
         self.eos_token_ids: list[int] = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
-        self.requests = request_processing_for(m, self.tokenizer, self.eos_token_ids)
-        self.outputs = OutputBuilder(self.tokenizer, self.requests)
+        self.request_processing = request_processing_for(m, self.tokenizer, self.eos_token_ids)
+        self.outputs = OutputBuilder(self.tokenizer, self.request_processing)
         # read once: a config lookup costs per sequence per step
         self.max_decoder_len: int = m.max_decoder_len
 
@@ -119,19 +119,19 @@ class Engine:
         )
 
     # -- online API ---------------------------------------------------------------------------
-    def process(self, prompt: PromptType, params: SamplingParams | None = None) -> ProcessedRequest:
-        """Validate and process a request (tokenize; decode audio, compute features) without touching
-        the engine's state: safe from any thread, so callers do their own input work."""
-        return self.requests.process(prompt, params)
+    def prepare(self, prompt: PromptType, params: SamplingParams | None = None) -> PreparedRequest:
+        """Validate and prepare a request (tokenize; decode audio, compute features) without
+        touching the engine's state: safe from any thread, so callers do their own input work."""
+        return self.request_processing.prepare(prompt, params)
 
     def add_request(
-        self, request_id: str, prompt: PromptType | ProcessedRequest, params: SamplingParams | None = None
+        self, request_id: str, prompt: PromptType | PreparedRequest, params: SamplingParams | None = None
     ) -> None:
         """Validate and queue one request (a prompt, or what `process` made of one with its
         params); a bad one raises ValueError and changes nothing."""
         if request_id in self.groups:
             raise ValueError(f"request id {request_id!r} is already in use")
-        request = prompt if isinstance(prompt, ProcessedRequest) else self.process(prompt, params)
+        request = prompt if isinstance(prompt, PreparedRequest) else self.prepare(prompt, params)
         inputs, params = request.inputs, request.params
         self._check_fits(inputs.encoder_len, inputs.decoder_token_ids, params)
         self._check_heads(params.cross_attention_heads)

@@ -78,7 +78,7 @@ class InputLimits:
     max_decoder_len: int
 
 
-class InputProcessor:
+class PromptReader:
     """Turns any accepted prompt form into checked `EncoderDecoderInputs`."""
 
     def __init__(self, tokenizer: Any, hooks: DecoderPromptHooks, limits: InputLimits):
@@ -86,7 +86,7 @@ class InputProcessor:
         self.hooks = hooks
         self.limits = limits
 
-    def process(self, prompt: PromptType) -> EncoderDecoderInputs:
+    def read(self, prompt: PromptType) -> EncoderDecoderInputs:
         if is_audio_prompt(prompt):
             raise ValueError("this model takes text, not audio")
         if isinstance(prompt, dict) and "encoder_prompt" in prompt:

@@ -20,7 +20,7 @@ from scriba.engine.table_rows import TableRows
 from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, get_backend
 from scriba.kernels.kv_cache import copy_blocks, swap_blocks
-from scriba.kernels.paged_attention import plan_decode
+from scriba.kernels.paged_attention import group_context_reads
 
 if TYPE_CHECKING:
     from scriba.engine.block_manager import BlockManager
@@ -206,8 +206,8 @@ class ModelRunner:
         )
         if len(dec.input_ids) and self.backend.name == "torch":  # read runs in place: plan once a step
             bs = self.block_size
-            meta.decode_plan = plan_decode(dec.table_lists, dec.lens.tolist(), bs)
-            meta.cross_plan = plan_decode(dec.cross_table_lists, dec.cross_lens.tolist(), bs)
+            meta.decode_reads = group_context_reads(dec.table_lists, dec.lens.tolist(), bs)
+            meta.cross_reads = group_context_reads(dec.cross_table_lists, dec.cross_lens.tolist(), bs)
         return meta
 
     def _pack_decodes(self, decodes: list[_Running], offset: int) -> "_Decodes":

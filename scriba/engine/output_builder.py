@@ -8,9 +8,9 @@ from scriba.engine.sequence import SequenceGroup
 
 
 class OutputBuilder:
-    def __init__(self, tokenizer, requests):
+    def __init__(self, tokenizer, request_processing):
         self.tokenizer = tokenizer
-        self.requests = requests  # the model's request processing: its `annotate`
+        self.request_processing = request_processing  # the model's: its `annotate`
 
     def build(self, group: SequenceGroup) -> RequestOutput:
         inputs = group.inputs
@@ -28,7 +28,7 @@ class OutputBuilder:
             )
         return RequestOutput(
             **group.echo,
-            annotations=self.requests.annotate(inputs, group.seqs[0], group.probe_value),
+            annotations=self.request_processing.annotate(inputs, group.seqs[0], group.probe_value),
             outputs=completions,
             finished=group.is_finished,
         )

@@ -14,14 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from scriba.engine.inputs import EncoderDecoderInputs, InputLimits, InputProcessor, PromptType
+from scriba.engine.inputs import EncoderDecoderInputs, InputLimits, PromptReader, PromptType
 from scriba.engine.logits_processors import LogitsProcessor, build_processors
 from scriba.engine.sampling_params import SamplingParams
 from scriba.models.registry import REQUEST_PROCESSING, named
 
 
 @dataclass
-class ProcessedRequest:
+class PreparedRequest:
     """A prompt and its params, checked and ready for `Engine.add_request`."""
 
     inputs: EncoderDecoderInputs
@@ -38,12 +38,12 @@ class RequestProcessing:
         self.model = model
         self.eos_token_ids = eos_token_ids
         limits = InputLimits(model.vocab_size, model.max_encoder_len, model.max_decoder_len)
-        self.inputs = InputProcessor(tokenizer, model, limits)
+        self.inputs = PromptReader(tokenizer, model, limits)
 
-    def process(self, prompt: PromptType, params: SamplingParams | None = None) -> ProcessedRequest:
+    def prepare(self, prompt: PromptType, params: SamplingParams | None = None) -> PreparedRequest:
         """Validate and process one request; a bad one raises ValueError (or TypeError)."""
         params = params or SamplingParams()
-        inputs = self.process_prompt(prompt)
+        inputs = self.read_prompt(prompt)
         vocab = self.model.vocab_size
         bad = [t for t in params.token_ids_to_check() if not 0 <= t < vocab]
         if bad:
@@ -52,10 +52,10 @@ class RequestProcessing:
         processors = build_processors(params, [] if params.ignore_eos else self.eos_token_ids, prompt_len)
         # Beam scores count tokens from where transformers' prompt ends: a forced <BOS> counts
         # as generated.
-        return ProcessedRequest(inputs, params, processors, prompt_len - inputs.num_forced_prompt_tokens)
+        return PreparedRequest(inputs, params, processors, prompt_len - inputs.num_forced_prompt_tokens)
 
-    def process_prompt(self, prompt: PromptType) -> EncoderDecoderInputs:
-        return self.inputs.process(prompt)
+    def read_prompt(self, prompt: PromptType) -> EncoderDecoderInputs:
+        return self.inputs.read(prompt)
 
     def annotate(self, inputs: EncoderDecoderInputs, seq: Any, probe_value: float | None) -> Any:
         """`RequestOutput.annotations` of a request whose first sequence is `seq` and whose probe

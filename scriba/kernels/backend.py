@@ -29,7 +29,11 @@ class TritonBackend(TorchBackend):
     name = "triton"
     is_graph_safe = True  # decode steps make no host synchronisation
     write_kv_cache = staticmethod(write_kv_cache_triton)
-    paged_decode_attention = staticmethod(paged_decode_attention_triton)
+
+    @staticmethod
+    def paged_decode_attention(q, kv_cache, block_tables, seq_lens, scale, reads=None):
+        """The kernel reads any table layout itself: the torch path's `reads` are not needed."""
+        return paged_decode_attention_triton(q, kv_cache, block_tables, seq_lens, scale)
 
 
 class CudaBackend(TritonBackend):

@@ -43,10 +43,10 @@ class AttentionMetadata:
     cross_max_seqlen_k: int
     cross_block_tables: torch.Tensor | None  # [num_decode_seqs, max_cross_blocks]
     cross_seq_lens: torch.Tensor | None  # [num_decode_seqs], encoder lengths
-    # The torch path's reading plans for the paged decode (see paged_attention.plan_decode),
-    # made once per step on the host; None: planned by the op itself, or unused (Triton).
-    decode_plan: Any = None
-    cross_plan: Any = None
+    # How the torch path reads the paged contexts (see paged_attention.group_context_reads),
+    # grouped once per step on the host; None: grouped by the op itself, or not needed (Triton).
+    decode_reads: Any = None
+    cross_reads: Any = None
 
     @property
     def num_decoder_tokens(self) -> int:

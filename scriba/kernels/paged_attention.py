@@ -55,7 +55,7 @@ class RunBatch:
 
 
 @dataclass
-class DecodePlan:
+class ContextReads:
     """How the torch path reads a step's paged contexts: batches of runs, read in place, and
     the remaining rows, gathered into one padded batch."""
 
@@ -63,7 +63,7 @@ class DecodePlan:
     gathered: list[int]
 
 
-def plan_decode(tables: list[list[int]], lengths: list[int], block_size: int) -> DecodePlan:
+def group_context_reads(tables: list[list[int]], lengths: list[int], block_size: int) -> ContextReads:
     """Rows sharing a table (the same run) become one run with several queries; runs of
     equal length that follow each other in the cache go into one batch."""
     runs: dict[tuple[int, int, int], list[int]] = {}  # (first block, blocks, length) -> rows
@@ -87,7 +87,7 @@ def plan_decode(tables: list[list[int]], lengths: list[int], block_size: int) ->
             last.lengths.append(n)
         else:
             batches.append(RunBatch(first, count, [runs[first, count, n]], [n]))
-    return DecodePlan(batches, gathered)
+    return ContextReads(batches, gathered)
 
 
 def paged_decode_attention_ref(
@@ -96,19 +96,19 @@ def paged_decode_attention_ref(
     block_tables: torch.Tensor,  # [seqs, max_blocks] int
     seq_lens: torch.Tensor,  # [seqs] int, >= 1
     scale: float,
-    plan: DecodePlan | None = None,  # from plan_decode (the model runner makes it once a step)
+    reads: ContextReads | None = None,  # from group_context_reads (the runner's, once a step)
 ) -> torch.Tensor:  # [seqs, heads, head_dim]
     """Tables that are runs of consecutive blocks (cross-attention tables are allocated as
     runs) are read in place, a batch of adjacent equal runs per call, with no copy. The
     other sequences' blocks are gathered into one padded batch, masked by length."""
     check_paged_args(q, kv_cache, block_tables, seq_lens)
-    if plan is None:
-        plan = plan_decode(block_tables.tolist(), seq_lens.tolist(), kv_cache.shape[2])
+    if reads is None:
+        reads = group_context_reads(block_tables.tolist(), seq_lens.tolist(), kv_cache.shape[2])
     out = torch.empty_like(q)
-    for batch in plan.batches:
+    for batch in reads.batches:
         _attend_runs(q, kv_cache, batch, scale, out)
-    if plan.gathered:
-        index = torch.tensor(plan.gathered, device=q.device)
+    if reads.gathered:
+        index = torch.tensor(reads.gathered, device=q.device)
         out[index] = _attend_gathered(q[index], kv_cache, block_tables[index], seq_lens[index], scale)
     return out
 
@@ -294,7 +294,6 @@ def paged_decode_attention_triton(
     scale: float,
     num_splits: int | None = None,  # None: plan_splits
     out: torch.Tensor | None = None,  # [seqs, heads, head_dim] to write into (CUDA graphs, tests)
-    plan: DecodePlan | None = None,  # the torch path's; unused here
     launch: dict | None = None,  # tile / num_warps / num_stages overrides (tuning)
 ) -> torch.Tensor:  # [seqs, heads, head_dim], q's dtype
     """The Triton version of `paged_decode_attention_ref` (which it is tested against). No

@@ -7,7 +7,6 @@ from torch import nn
 
 from scriba.kernels.metadata import AttentionMetadata, AttentionType
 
-
 # The activations of BART, mBART and Whisper configs, as transformers computes them (its
 # `transformers.activations` import costs 1.8 s of start-up here, for a table of functions).
 ACTIVATIONS = {
@@ -73,7 +72,7 @@ class Attention(nn.Module):
                 cu, n = meta.prefill_cu_seqlens, meta.prefill_max_seqlen
                 qkv = (q[:num_prefill], k[:num_prefill], v[:num_prefill])
                 parts.append(ops.varlen_attention(*qkv, cu, cu, n, n, self.scale, causal=True))
-            tables, lens, plan = meta.decode_block_tables, meta.decode_seq_lens, meta.decode_plan
+            tables, lens, reads = meta.decode_block_tables, meta.decode_seq_lens, meta.decode_reads
         else:
             if k is not None:
                 ops.write_kv_cache(k, v, self.kv_cache, meta.cross_slot_mapping)
@@ -93,10 +92,10 @@ class Attention(nn.Module):
                         causal=False,
                     )
                 )
-            tables, lens, plan = meta.cross_block_tables, meta.cross_seq_lens, meta.cross_plan
+            tables, lens, reads = meta.cross_block_tables, meta.cross_seq_lens, meta.cross_reads
         if meta.num_decode_tokens:
             paged = (q[num_prefill:], self.kv_cache, tables, lens, self.scale)
-            parts.append(ops.paged_decode_attention(*paged, plan=plan))
+            parts.append(ops.paged_decode_attention(*paged, reads=reads))
         out = parts[0] if len(parts) == 1 else torch.cat(parts)
         return out.flatten(1)
 

@@ -22,7 +22,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from scriba.engine.inputs import EncoderDecoderInputs, PromptType, is_audio_prompt
-from scriba.engine.request_processing import ProcessedRequest, RequestProcessing
+from scriba.engine.request_processing import PreparedRequest, RequestProcessing
 from scriba.engine.sampling_params import SamplingParams
 from scriba.whisper.languages import spoken_language
 from scriba.whisper.logits_rules import build_whisper_processors
@@ -53,8 +53,8 @@ class WhisperAnnotations:
 
 
 class WhisperRequestProcessing(RequestProcessing):
-    def process(self, prompt: PromptType, params: SamplingParams | None = None) -> ProcessedRequest:
-        request = super().process(prompt, params)
+    def prepare(self, prompt: PromptType, params: SamplingParams | None = None) -> PreparedRequest:
+        request = super().prepare(prompt, params)
         inputs, tokens = request.inputs, self.model.tokens
         layout = inputs.model_data
         if layout is not None:
@@ -66,7 +66,7 @@ class WhisperRequestProcessing(RequestProcessing):
             request.probe = (inputs.decoder_token_ids.index(tokens.sot), tokens.no_speech)
         return request
 
-    def process_prompt(self, prompt: PromptType) -> EncoderDecoderInputs:
+    def read_prompt(self, prompt: PromptType) -> EncoderDecoderInputs:
         if not is_audio_prompt(prompt):
             raise ValueError("this model transcribes audio: give {'audio': ...}")
         explicit = "encoder_prompt" in prompt

@@ -120,9 +120,8 @@ def test_summarize_a_transcript_json_with_sections(tiny_bart, tmp_path):
         "summarize", str(path), "--model", tiny_bart[0], "--max-length", "20", "--format", "json"
     )
     data = json.loads(as_json.stdout)
-    assert plain.stdout.startswith(data["summary"] + "\n\n") and [s["time_range"] for s in data["sections"]] == [
-        r[:17] for r in rows
-    ]
+    assert plain.stdout.startswith(data["summary"] + "\n\n")
+    assert [s["time_range"] for s in data["sections"]] == [r[:17] for r in rows]
     assert data["pieces"][0] == len(rows) and data["levels"] == len(data["pieces"])
 
 

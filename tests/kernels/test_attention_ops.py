@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from scriba.kernels.kv_cache import copy_blocks, swap_blocks, write_kv_cache_ref
-from scriba.kernels.paged_attention import paged_decode_attention_ref, plan_decode
+from scriba.kernels.paged_attention import group_context_reads, paged_decode_attention_ref
 from scriba.kernels.varlen_attention import varlen_attention_ref
 
 HEADS, DIM = 4, 16
@@ -170,11 +170,11 @@ def test_paged_decode_reads_adjacent_runs_in_batches(seed):
     )
     width = max(map(len, tables))
     padded = torch.tensor([t + [t[0]] * (width - len(t)) for t in tables], dtype=torch.int32)
-    plan = plan_decode(padded.tolist(), lengths, bs)
-    assert max(len(b.queries) for b in plan.batches) == num_runs - 1 and len(plan.gathered) == 2
+    reads = group_context_reads(padded.tolist(), lengths, bs)
+    assert max(len(b.queries) for b in reads.batches) == num_runs - 1 and len(reads.gathered) == 2
     q = torch.randn(len(tables), HEADS, DIM)
     out = paged_decode_attention_ref(
-        q, cache, padded, torch.tensor(lengths, dtype=torch.int32), DIM**-0.5, plan
+        q, cache, padded, torch.tensor(lengths, dtype=torch.int32), DIM**-0.5, reads
     )
     for i, (kv, n) in enumerate(zip(dense, lengths)):
         ref = dense_attention(q[i : i + 1], kv[0], kv[1], torch.ones(1, n, dtype=torch.bool), DIM**-0.5)
