@@ -31,22 +31,32 @@ _loops: dict[tuple, "EngineLoop"] = {}
 _lock = threading.Lock()
 
 
-def check_options(config: dict, function) -> None:
-    """Engine settings passed through `function`'s **kwargs must be EngineConfig fields; a
-    misspelled option gets a one-line error with the nearest name among both."""
+def engine_fields() -> set[str]:
+    """The EngineConfig settings a caller may pass along (the model is named apart)."""
     import dataclasses
-    import difflib
-    import inspect
 
     from scriba.config import EngineConfig
 
-    fields = {f.name for f in dataclasses.fields(EngineConfig)} - {"model"}
+    return {f.name for f in dataclasses.fields(EngineConfig)} - {"model"}
+
+
+def unknown_option(name: str, known: set[str]) -> TypeError:
+    """A one-line error for a misspelled option, naming the nearest known one."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return TypeError(f"unknown option {name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+
+
+def check_options(config: dict, function) -> None:
+    """Engine settings passed through `function`'s **kwargs must be EngineConfig fields."""
+    import inspect
+
+    fields = engine_fields()
     for name in config:
         if name not in fields:
-            own = [p for p in inspect.signature(function).parameters if p != "engine_config"]
-            close = difflib.get_close_matches(name, sorted(fields | set(own)), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise TypeError(f"unknown option {name!r}{hint}")
+            own = {p for p in inspect.signature(function).parameters if p != "engine_config"}
+            raise unknown_option(name, fields | own)
 
 
 def default_whisper_models() -> list[str | None]:

@@ -10,7 +10,6 @@ call. What needs the model (is the language one it knows?) is checked when the m
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,17 +82,14 @@ class TranscribeOptions:
     def build(cls, options: TranscribeOptions | None = None, **given) -> TranscribeOptions:
         """`options` with `given` changes: its fields, or EngineConfig fields (into `engine`). An
         unknown name is a one-line error naming the nearest known one."""
-        from scriba.config import EngineConfig
+        from scriba.app.engines import engine_fields, unknown_option
 
-        own = {f.name for f in dataclasses.fields(cls)} - {"engine"}
-        engine_fields = {f.name for f in dataclasses.fields(EngineConfig)} - {"model"}
+        own, settings = {f.name for f in dataclasses.fields(cls)} - {"engine"}, engine_fields()
         for name in given:
-            if name not in own | engine_fields:
-                close = difflib.get_close_matches(name, sorted(own | engine_fields), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise TypeError(f"unknown option {name!r}{hint}")
+            if name not in own | settings:
+                raise unknown_option(name, own | settings)
         base = options or cls()
-        engine = {**base.engine, **{k: v for k, v in given.items() if k in engine_fields}}
+        engine = {**base.engine, **{k: v for k, v in given.items() if k in settings}}
         return dataclasses.replace(base, engine=engine, **{k: v for k, v in given.items() if k in own})
 
 
