@@ -60,7 +60,7 @@ def test_the_transcript_grows_as_windows_finish(tmp_path):
     assert partial and all(p[3] == gr.update() for p in partial)  # files only at the end
     lengths = [len(p[2]) for p in partial]
     assert lengths == sorted(lengths) and lengths[0] < len(rows) == lengths[-1]
-    assert partial[-1][2] == rows and text.count("fellow Americans") == 5  # the cut pieces say it too
+    assert partial[-1][2] == rows and text.lower().count("your country") >= 3
     assert files["visible"] and len(files["value"]) == 4
 
 
