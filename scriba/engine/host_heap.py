@@ -10,9 +10,13 @@ MALLOC_MMAP_THRESHOLD_ would) keeps such blocks in the heap; the trim threshold 
 `TRIM_BYTES` of freed memory from being handed back. jemalloc or tcmalloc (LD_PRELOAD) do the
 same for the whole process; this needs nothing installed.
 
-Kept memory is given back now and then (`give_back_free_memory`, from the engine loop): many
-threads (request workers decoding audio) allocate in their own arenas, and freed blocks kept
-there add up over a long run. `heap_bytes` reports the heap (the server's /metrics).
+Kept memory is given back now and then (`give_back_free_memory`, from the engine loop). glibc
+gives each new thread its own arena (up to 8 per core): a server's request workers, decoding
+uploads, each kept their big freed blocks in theirs, and the free bytes over all arenas grew by
+about 1 GB an hour in a 30-minute soak while the bytes in use stayed flat. `ARENAS` caps the
+arenas (as MALLOC_ARENA_MAX would; a value the user set in the environment wins): the freed
+blocks are then reused by whichever thread asks next. The engine's own steps run on one thread,
+so they do not contend. `heap_bytes` reports the heap (the server's /metrics).
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ import functools
 import os
 import sys
 
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # <malloc.h>
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8  # <malloc.h>
 MMAP_BYTES = 1 << 30  # blocks above 1 GiB still come from mmap
 TRIM_BYTES = 1 << 30
+ARENAS = 2
 
 _applied: bool | None = None
 
@@ -58,6 +63,8 @@ def _apply() -> bool:
     mallopt = getattr(_libc(), "mallopt", None) if sys.platform.startswith("linux") else None
     if mallopt is None:  # not glibc (e.g. musl has no mallopt)
         return False
+    if "MALLOC_ARENA_MAX" not in os.environ:
+        mallopt(M_ARENA_MAX, ARENAS)  # threads created from now on share these arenas
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_BYTES)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_BYTES))
 
 
