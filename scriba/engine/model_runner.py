@@ -19,7 +19,7 @@ from scriba.engine.staging import HostStaging
 from scriba.engine.table_rows import TableRows
 from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, get_backend
-from scriba.kernels.kv_cache import copy_blocks, swap_blocks
+from scriba.kernels.kv_cache import copy_blocks, new_kv_cache, swap_blocks
 from scriba.kernels.paged_attention import group_context_reads
 
 if TYPE_CHECKING:
@@ -68,12 +68,13 @@ class ModelRunner:
     def new_kv_caches(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
         layers = self.model.decoder_attention_layers()
         attn = layers[0][0]
-        block = (self.block_size, attn.num_heads, attn.head_dim)
-        # Zeros, not empty: a never-written slot may be read under a zero attention weight. A host
-        # pool beside a GPU is pinned, so swaps move without blocking.
+        block = (num_blocks, self.block_size, attn.num_heads, attn.head_dim)
+        # Zeros (new_kv_cache), not empty: a never-written slot may be read under a zero attention
+        # weight. A host pool beside a GPU is pinned, so swaps move without blocking.
         pin = torch.device(device).type == "cpu" and self.device.type == "cuda" and num_blocks > 0
-        shape = (2, num_blocks, *block)
-        return [torch.zeros(shape, dtype=self.dtype, device=device, pin_memory=pin) for _ in layers]
+        head_major = self.backend.head_major_cache and torch.device(device) == self.device
+        tensor = dict(dtype=self.dtype, device=device, pin_memory=pin)
+        return [new_kv_cache(*block, head_major=head_major, **tensor) for _ in layers]
 
     def bind_kv_caches(self, caches: list[torch.Tensor]) -> None:
         for cache, ops in zip(caches, self.model.decoder_attention_layers()):

@@ -20,6 +20,9 @@ from scriba.kernels.varlen_attention import varlen_attention_flash, varlen_atten
 class TorchBackend:
     name = "torch"
     is_graph_safe = False  # the reference reads lengths on the host
+    # The cache is stored head by head (kv_cache.new_kv_cache): SDPA then reads each head's
+    # context as one contiguous [positions, head_dim] matrix.
+    head_major_cache = True
     varlen_attention = staticmethod(varlen_attention_ref)
     write_kv_cache = staticmethod(write_kv_cache_ref)
     paged_decode_attention = staticmethod(paged_decode_attention_ref)
@@ -28,6 +31,7 @@ class TorchBackend:
 class TritonBackend(TorchBackend):
     name = "triton"
     is_graph_safe = True  # decode steps make no host synchronisation
+    head_major_cache = False  # the kernels take a contiguous cache
     write_kv_cache = staticmethod(write_kv_cache_triton)
 
     @staticmethod

@@ -3,6 +3,13 @@
 A layer's cache is one tensor [2, num_blocks, block_size, heads, head_dim] (K then V); the
 self- and cross-attention of a decoder layer share it, since a block belongs to one table.
 Slot s is block s // block_size, offset s % block_size.
+
+That is the cache's shape; its memory order is either the same (what the Triton kernels take)
+or head-major (`new_kv_cache(head_major=True)`, the torch path's): stored as [2, heads, blocks,
+block_size, head_dim] and viewed in the common shape, so every op indexes it alike. A run of
+consecutive blocks is then, per head, one contiguous [positions, head_dim] matrix: on a 2-core
+CPU, SDPA over 16 cross-attention contexts of 1,500 positions reads them 1.7x faster (1.67 vs
+2.90 ms a layer) than with the heads interleaved.
 """
 
 from __future__ import annotations
@@ -10,6 +17,14 @@ from __future__ import annotations
 import torch
 
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
+
+
+def new_kv_cache(
+    num_blocks: int, block_size: int, heads: int, head_dim: int, head_major: bool = False, **tensor_args
+) -> torch.Tensor:  # [2, num_blocks, block_size, heads, head_dim], zeros
+    if head_major:
+        return torch.zeros(2, heads, num_blocks, block_size, head_dim, **tensor_args).permute(0, 2, 3, 1, 4)
+    return torch.zeros(2, num_blocks, block_size, heads, head_dim, **tensor_args)
 
 
 def check_write_args(

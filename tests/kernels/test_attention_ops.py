@@ -6,7 +6,7 @@ import random
 import pytest
 import torch
 
-from scriba.kernels.kv_cache import copy_blocks, swap_blocks, write_kv_cache_ref
+from scriba.kernels.kv_cache import copy_blocks, new_kv_cache, swap_blocks, write_kv_cache_ref
 from scriba.kernels.paged_attention import group_context_reads, paged_decode_attention_ref
 from scriba.kernels.varlen_attention import varlen_attention_ref
 
@@ -58,9 +58,14 @@ def test_varlen_matches_dense(seed, kind):
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
 
 
-def make_paged(rng, lengths, block_size, num_blocks):
+def nan_cache(num_blocks: int, block_size: int, head_major: bool) -> torch.Tensor:
+    """A cache in either memory order, every slot NaN (a wrong read poisons the output)."""
+    return new_kv_cache(num_blocks, block_size, HEADS, DIM, head_major).fill_(float("nan"))
+
+
+def make_paged(rng, lengths, block_size, num_blocks, head_major=False):
     """Scatter each sequence's K/V into shuffled physical blocks; return cache, tables, dense K/V."""
-    cache = torch.full((2, num_blocks, block_size, HEADS, DIM), float("nan"))
+    cache = nan_cache(num_blocks, block_size, head_major)
     free = list(range(num_blocks))
     rng.shuffle(free)
     tables, dense = [], []
@@ -76,12 +81,13 @@ def make_paged(rng, lengths, block_size, num_blocks):
 
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("block_size", [1, 16])
-def test_paged_decode_matches_dense(seed, block_size):
+@pytest.mark.parametrize("head_major", [False, True])
+def test_paged_decode_matches_dense(seed, block_size, head_major):
     rng = random.Random(seed)
     torch.manual_seed(seed)
     lengths = [rng.choice([1, 2, 15, 16, 17, rng.randint(1, 300)]) for _ in range(rng.randint(1, 9))]
     num_blocks = sum(-(-n // block_size) for n in lengths) + 5
-    cache, tables, dense = make_paged(rng, lengths, block_size, num_blocks)
+    cache, tables, dense = make_paged(rng, lengths, block_size, num_blocks, head_major)
     # Unwritten slots are NaN: a wrong read would poison the output. Pad tables with a written block.
     width = max(map(len, tables))
     padded = torch.tensor([t + [tables[0][0]] * (width - len(t)) for t in tables], dtype=torch.int32)
@@ -95,8 +101,9 @@ def test_paged_decode_matches_dense(seed, block_size):
         torch.testing.assert_close(out[i : i + 1], ref, atol=1e-5, rtol=1e-5)
 
 
-def test_write_kv_cache_writes_only_its_slots():
-    cache = torch.zeros(2, 4, 4, HEADS, DIM)
+@pytest.mark.parametrize("head_major", [False, True])
+def test_write_kv_cache_writes_only_its_slots(head_major):
+    cache = new_kv_cache(4, 4, HEADS, DIM, head_major)
     k, v = torch.randn(2, 3, HEADS, DIM)
     write_kv_cache_ref(k, v, cache, torch.tensor([13, 2, 7]))
     assert (
@@ -107,8 +114,16 @@ def test_write_kv_cache_writes_only_its_slots():
     assert int((cache.abs().sum(dim=(-1, -2)) > 0).sum()) == 6
 
 
-def test_copy_and_swap_blocks():
-    dev = [torch.randn(2, 6, 4, HEADS, DIM) for _ in range(2)]
+def test_head_major_cache_keeps_each_heads_run_contiguous():
+    cache = new_kv_cache(10, 16, HEADS, DIM, head_major=True)
+    assert cache.shape == (2, 10, 16, HEADS, DIM)
+    assert all(cache[kv, 3:7, :, head].is_contiguous() for kv in (0, 1) for head in range(HEADS))
+    assert new_kv_cache(10, 16, HEADS, DIM).is_contiguous()  # what the Triton kernels take
+
+
+@pytest.mark.parametrize("head_major", [False, True])
+def test_copy_and_swap_blocks(head_major):
+    dev = [new_kv_cache(6, 4, HEADS, DIM, head_major).normal_() for _ in range(2)]
     cpu = [torch.zeros(2, 3, 4, HEADS, DIM) for _ in range(2)]
     copy_blocks(dev, [(1, 4)])
     assert all(torch.equal(c[:, 4], c[:, 1]) for c in dev)
@@ -129,7 +144,8 @@ def test_launchers_reject_bad_shapes():
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_paged_decode_reads_adjacent_runs_in_batches(seed):
+@pytest.mark.parametrize("head_major", [False, True])
+def test_paged_decode_reads_adjacent_runs_in_batches(seed, head_major):
     """Cross-attention-like tables: runs of consecutive blocks, some adjacent (one batch),
     some shared by several query rows (beams), some apart, beside scattered tables; NaN
     everywhere unwritten. Every row equals the dense per-sequence reference."""
@@ -138,7 +154,7 @@ def test_paged_decode_reads_adjacent_runs_in_batches(seed):
     bs, run_len = 16, rng.choice([150, 160, 1500])
     run_blocks = -(-run_len // bs)
     num_runs = rng.randint(2, 6)
-    cache = torch.full((2, (num_runs + 2) * run_blocks + 40, bs, HEADS, DIM), float("nan"))
+    cache = nan_cache((num_runs + 2) * run_blocks + 40, bs, head_major)
     firsts = [i * run_blocks for i in range(num_runs)]
     firsts[-1] += run_blocks  # a gap before the last run: it goes in a batch of its own
     tables, lengths, dense = [], [], []

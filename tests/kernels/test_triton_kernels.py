@@ -9,8 +9,8 @@ import random
 import pytest
 import torch
 
-from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels import paged_attention
+from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels.paged_attention import (
     paged_decode_attention_ref,
     paged_decode_attention_triton,
