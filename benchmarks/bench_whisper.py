@@ -1,6 +1,6 @@
 """Whisper on real speech on this CPU: Scriba against faster-whisper, the same weights.
 
-    python benchmarks/bench_whisper.py [--models tiny.en,base] [--skip float32]
+    python benchmarks/bench_whisper.py [--models tiny.en,base] [--skip float32] [--repeats 3]
         [--data ../shared/data] [--out benchmarks/results/whisper_modes_cpu.txt]
 
 Two workloads, in one run, for each model (tiny.en, the bundled English-only model, and the
@@ -8,7 +8,9 @@ multilingual base of the `multilingual` extra):
   long-form  the 7.8-minute dev long-form recording (dev_longform) and the 158 s sonnets
              (dev_speech/longform), each file transcribed alone
   short      the 24 short English utterances of dev_speech and jfk.flac (166 s)
-Systems, each warmed up on one file first, greedy, timestamps on unless the system decodes
+Systems, each warmed up on one file first, then timed in interleaved rounds (the fastest
+round counts; the range is printed: this shared machine's neighbours move single runs by up to
+50%), greedy, timestamps on unless the system decodes
 without them, language "en" (so every system skips detection):
   Scriba default / float32   scriba.transcribe(): its default on this CPU (int8 Linear layers)
                              and the exact mode; the short clips go in one call (one batch)
@@ -61,23 +63,32 @@ def workloads(data: str) -> dict[str, tuple[list[str], list[str]]]:
 
 
 def measure(run, files: list[str], one_by_one: bool) -> tuple[float, list[str]]:
-    run(files[:1])  # warm-up: model load, first allocations
     start = time.perf_counter()
     texts = [t for f in files for t in run([f])] if one_by_one else run(files)
     return time.perf_counter() - start, [t.strip() for t in texts]
 
 
-def bench(name: str, files: list[str], refs: list[str], systems: dict) -> dict[str, float]:
+def bench(name: str, files: list[str], refs: list[str], systems: dict, repeats: int) -> dict[str, float]:
+    """Each system warmed up on one file, then timed `repeats` times in interleaved rounds (a
+    busy neighbour slows one round of every system, not all of one system's): its fastest
+    round counts, and the range is printed."""
     seconds = sum(sf.info(f).duration for f in files)
     words = sum(len(r.split()) for r in refs)
-    say(f"\n{name}: {len(files)} files, {seconds:.0f} s, {words} reference words")
-    say(f"{'system':<36} {'RTFx':>7} {'WER':>7}")
-    rtfx = {}
-    for system, run in systems.items():
-        # Long-form files are transcribed one at a time by every system, as a user runs them.
-        elapsed, texts = measure(run, files, one_by_one=name == "long-form")
-        rtfx[system] = seconds / elapsed
-        say(f"{system:<36} {rtfx[system]:6.1f}x {wer(refs, texts):7.4f}")
+    say(f"\n{name}: {len(files)} files, {seconds:.0f} s, {words} reference words, best of {repeats}")
+    say(f"{'system':<36} {'RTFx':>7} {'WER':>7}  {'range':>13}")
+    for run in systems.values():
+        run(files[:1])  # warm-up: model load, first allocations
+    times: dict[str, list[float]] = {system: [] for system in systems}
+    texts = {}
+    for _ in range(repeats):
+        for system, run in systems.items():
+            # Long-form files are transcribed one at a time by every system, as a user runs them.
+            elapsed, texts[system] = measure(run, files, one_by_one=name == "long-form")
+            times[system].append(elapsed)
+    rtfx = {system: seconds / min(t) for system, t in times.items()}
+    for system, t in times.items():
+        spread = f"{seconds / max(t):.1f}-{seconds / min(t):.1f}x"
+        say(f"{system:<36} {rtfx[system]:6.1f}x {wer(refs, texts[system]):7.4f}  {spread:>13}")
     bar = max(((v, k) for k, v in rtfx.items() if k.startswith("faster-whisper")), default=None)
     if bar is not None:
         say(f"ratios to {bar[1]} ({bar[0]:.1f}x):")
@@ -93,6 +104,7 @@ def main(argv=None) -> int:
     parser.add_argument("--skip", default="", help="comma-separated Scriba modes to leave out")
     parser.add_argument("--data", default=DATA)
     parser.add_argument("--out", default=None, help="also write the printed lines here")
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds; the fastest counts")
     args = parser.parse_args(argv)
     from bench_bart import cpu_name
 
@@ -104,7 +116,7 @@ def main(argv=None) -> int:
         for name, (files, refs) in workloads(args.data).items():
             systems = scriba_systems(modes, model=model, language="en")
             systems.update(faster_whisper_systems(torch.get_num_threads(), model, compute_types=("int8",)))
-            bench(name, files, refs, systems)
+            bench(name, files, refs, systems, args.repeats)
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(LINES) + "\n")
