@@ -27,6 +27,7 @@ import time
 
 import numpy as np
 import soundfile as sf
+from results_file import save_lines
 from wer import load_manifest, wer, words
 
 import scriba
@@ -100,9 +101,7 @@ def main(argv=None) -> int:
         f"90th percentile {np.percentile(gaps, 90):.3f} s, within 0.1 s: {np.mean(gaps <= 0.1):.1%}"
     )
     print("\n".join(lines))
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    save_lines(lines, args.out)
     return 0
 
 

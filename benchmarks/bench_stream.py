@@ -16,6 +16,7 @@ import sys
 import time
 
 import torch
+from results_file import save_lines
 
 import scriba
 from scriba.app import window_decoder
@@ -72,9 +73,7 @@ def main(argv=None) -> int:
     for mode in ("batched", "sequential"):
         lines.append(measure(args.file, mode, seen))
         print(lines[-1], flush=True)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    save_lines(lines, args.out)
     return 0
 
 

@@ -25,6 +25,7 @@ import time
 
 import torch
 from bench_bart import cpu_name
+from results_file import save_lines
 from transformers import BartConfig, BartForConditionalGeneration, BartTokenizer, GenerationConfig
 
 import scriba
@@ -129,9 +130,7 @@ def main(argv=None) -> int:
     say(f"sections: {len(summary.sections)} (tokens each, max_length {args.max_length})")
     for s, n in zip(summary.sections, generated[0]):
         say(f"  {s.time_range}  {n + 2}")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    save_lines(lines, args.out)
     return 0
 
 

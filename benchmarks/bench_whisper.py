@@ -36,6 +36,7 @@ import time
 
 import soundfile as sf
 import torch
+from results_file import save_lines
 from wer import load_manifest, wer
 from whisper_systems import faster_whisper_systems, scriba_systems
 
@@ -132,9 +133,7 @@ def main(argv=None) -> int:
             systems = scriba_systems(modes, model=model, language="en")
             systems.update(faster_whisper_systems(torch.get_num_threads(), model, compute_types=("int8",)))
             bench(name, files, refs, systems, args.repeats)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(LINES) + "\n")
+    save_lines(LINES, args.out)
     return 0
 
 

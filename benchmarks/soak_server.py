@@ -36,6 +36,7 @@ import time
 import httpx
 import numpy as np
 import soundfile as sf
+from results_file import save_lines
 
 import scriba
 
@@ -258,9 +259,7 @@ def main(argv=None) -> int:
     report(samples, traffic, lines)
     server.stop()
     print("\n".join(lines))
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    save_lines(lines, args.out)
     return 1 if traffic.problems else 0
 
 
