@@ -3,13 +3,14 @@
     python benchmarks/profile_longform.py [FILE] [--model tiny.en] [--quantization int8 | --dtype float32]
         [--out benchmarks/results/profile_longform_cpu.txt]
 
-Transcribes FILE (default: the 7.8-minute dev long-form recording) with Scriba's defaults
-(int8 on a CPU; --dtype float32 for the exact mode), once to warm up and once measured, with timers wrapped around the parts (CPU ops are
-synchronous, so wall time is exact): VAD, log-mel features, the encoder, the decoder's self-
-and cross-attention, the rest of the decoder, the output projection, sampling and the engine's
-host work (scheduling, packing inputs, bookkeeping: a step's time outside the model and the
-sampler). Then the occupancy: steps, decoder sequences per step, steps with an encoder
-prefill, windows decoded (first passes, unfinished tails decoded again, temperature retries).
+Transcribes FILE (default: the 7.8-minute dev long-form recording) with Scriba's defaults (int8 on a
+CPU; --dtype float32 for the exact mode), once to warm up and once measured, with timers wrapped
+around the parts (CPU ops are synchronous, so wall time is exact): VAD, log-mel features, the
+encoder, the decoder's self- and cross-attention, the rest of the decoder, the output projection,
+sampling and the engine's host work (scheduling, packing inputs, bookkeeping: a step's time outside
+the model and the sampler). Then the occupancy: steps, decoder sequences per step, steps with an
+encoder prefill, windows decoded (first passes, unfinished tails decoded again, temperature
+retries).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ class Timers:
 
 def instrument(engine, timers: Timers, steps: list) -> None:
     model = engine.model
-    timers.wrap(file_transcription, "speech_chunks", "VAD")
+    timers.wrap(file_transcription, "speech_and_pauses", "VAD")
     timers.wrap(log_mel, "log_mel", "features (log-mel)")
     timers.wrap(model.model.encoder, "forward", "encoder")
     timers.wrap(model, "compute_logits", "output projection")

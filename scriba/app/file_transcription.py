@@ -8,7 +8,7 @@ import numpy as np
 from scriba.app.language_vote import LanguageVote
 from scriba.app.longform import SpeechMap, coverage, drop_hallucinations, split_segments
 from scriba.app.segments import Segment, Transcription, WindowResult
-from scriba.app.vad import VadOptions, speech_chunks
+from scriba.app.vad import VadOptions, speech_and_pauses
 from scriba.app.window_decoder import Window, WindowDecoder
 from scriba.media.load import SAMPLE_RATE
 from scriba.whisper.constants import WINDOW_SAMPLES
@@ -24,7 +24,7 @@ class FileTranscription:
         self.vote = LanguageVote(*detection)
         use_vad = len(wave) > WINDOW_SAMPLES if vad_filter is None else bool(vad_filter)
         self.vad = use_vad
-        self.map = SpeechMap(speech_chunks(wave, vad)) if use_vad else SpeechMap.whole(len(wave))
+        self.map = SpeechMap(*speech_and_pauses(wave, vad)) if use_vad else SpeechMap.whole(len(wave))
         self.stream = self.map.stream(wave)
         self.segments: list[Segment] = []
         self.seek, self.context = 0, list(prompt_ids)

@@ -22,6 +22,10 @@ MIN_WINDOW_SAMPLES = SAMPLE_RATE // 10  # windows shorter than 0.1 s hold no wor
 SILENCE_PEAK = 1e-4  # windows quieter than this (-80 dBFS) are not decoded at all
 JOIN_MARGIN = 1.0  # seconds: see SpeechMap.span_to_original
 REGION_GAP = 2.0  # seconds: a cut-out pause this long ends a window (both modes)
+# Batched windows are filled to 25 s, not 30: a window whose speech runs to its last second
+# often ends on an unclosed segment, whose tail is then encoded and decoded again. On the dev
+# long-form recordings: 8 tails at 30 s, 2 at 25 s (benchmarks/profile_longform.py).
+FILL_SAMPLES = 25 * SAMPLE_RATE
 
 
 @dataclass(frozen=True)
@@ -54,10 +58,12 @@ class Guards:
 
 
 class SpeechMap:
-    """A file's speech chunks ([(start, end)] samples, in order) laid end to end, and back."""
+    """A file's speech chunks ([(start, end)] samples, in order) laid end to end, and back;
+    `pauses` (file samples, in order, inside chunks) are more places where a window may be cut."""
 
-    def __init__(self, chunks: list[tuple[int, int]]):
+    def __init__(self, chunks: list[tuple[int, int]], pauses: list[int] = ()):
         self.chunks = chunks
+        self.pauses = list(pauses)
         lengths = [e - s for s, e in chunks]
         self.offsets = list(np.cumsum([0, *lengths[:-1]])) if chunks else []  # stream start of each
         self.length = int(sum(lengths))
@@ -72,8 +78,17 @@ class SpeechMap:
         return np.concatenate([wave[s:e] for s, e in self.chunks]) if self.chunks else wave[:0]
 
     def bounds(self) -> list[tuple[int, int]]:
-        """The chunks in stream samples: the places where a window may be cut."""
-        return [(o, o + e - s) for o, (s, e) in zip(self.offsets, self.chunks)]
+        """The pieces between the places where a window may be cut (chunk ends and the pauses
+        inside chunks), in stream samples."""
+        pieces, i = [], 0
+        for o, (s, e) in zip(self.offsets, self.chunks):
+            cuts = [o]
+            while i < len(self.pauses) and self.pauses[i] < e:
+                if self.pauses[i] > s:
+                    cuts.append(o + self.pauses[i] - s)
+                i += 1
+            pieces += zip(cuts, [*cuts[1:], o + e - s])
+        return pieces
 
     def to_original(self, seconds: float, is_end: bool = False) -> float:
         """A stream time in the file's timeline; a chunk's end stays in that chunk."""
@@ -117,15 +132,20 @@ class SpeechMap:
 
 
 def pack_windows(
-    bounds: list[tuple[int, int]], max_samples: int = WINDOW_SAMPLES, breaks: list[int] = ()
+    bounds: list[tuple[int, int]],
+    max_samples: int = WINDOW_SAMPLES,
+    breaks: list[int] = (),
+    fill: int | None = None,
 ) -> list[tuple[int, int]]:
-    """Consecutive chunks packed into windows of at most `max_samples`, cut only between
-    chunks, and always at `breaks` (stream samples: long pauses, so that a window holds one
-    stretch of speech). A chunk longer than a window, which VAD does not make, is cut every window."""
+    """Consecutive chunks packed into windows while they stay within `fill` samples (default:
+    `max_samples`), cut only between chunks, and always at `breaks` (stream samples: long
+    pauses, so that a window holds one stretch of speech). A chunk longer than `fill` is a
+    window of its own; one longer than `max_samples`, which VAD does not make, is cut every window."""
     windows: list[tuple[int, int]] = []
     start = end = None
+    fill = fill or max_samples
     for s, e in bounds:
-        if start is not None and (e - start > max_samples or s in breaks):
+        if start is not None and (e - start > fill or s in breaks):
             windows.append((start, end))
             start = None
         if start is None:

@@ -25,6 +25,7 @@ import numpy as np
 from scriba.app.engines import get_loop, speech_config
 from scriba.app.file_transcription import FileTranscription
 from scriba.app.longform import (
+    FILL_SAMPLES,
     Guards,
     is_silent,
     pack_windows,
@@ -158,7 +159,7 @@ def _batched(decoder: WindowDecoder, files: list[FileTranscription], condition: 
     first: list[Window] = []
     for f, file in enumerate(files):
         if file.vad:
-            bounds = pack_windows(file.map.bounds(), breaks=set(file.map.region_ends()))
+            bounds = pack_windows(file.map.bounds(), breaks=set(file.map.region_ends()), fill=FILL_SAMPLES)
         else:
             bounds = quiet_cut_windows(file.stream)
         windows = [file.window(f, s, e, file.context) for s, e in bounds]

@@ -7,6 +7,7 @@ the same per-frame probabilities (about 500x real time on one core here).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import threading
 from dataclasses import dataclass
@@ -56,7 +57,7 @@ _model_lock = threading.Lock()
 
 
 def _silero():
-    """(the sequence model, its timestamp function), loaded once."""
+    """(the sequence model, the timestamps-from-probabilities function), loaded once."""
     global _model
     with _model_lock:
         if _model is None:
@@ -64,28 +65,57 @@ def _silero():
 
             threads = torch.get_num_threads()
             import silero_vad  # its import sets torch to one thread, process-wide
-            from silero_vad.sequence_vad import get_speech_timestamps_sequence
+            from silero_vad.utils_vad import get_speech_timestamps_from_probs
 
             torch.set_num_threads(threads)  # so the engines keep theirs
-            _model = silero_vad.load_silero_vad(sequence=True), get_speech_timestamps_sequence
+            _model = silero_vad.load_silero_vad(sequence=True), get_speech_timestamps_from_probs
         return _model
+
+
+PAUSE_MS = 160  # the shortest pause a window may be cut at (faster-whisper's batched VAD setting)
 
 
 def speech_chunks(wave: np.ndarray, options: VadOptions | None = None) -> list[tuple[int, int]]:
     """[(start, end)] in samples of the speech in a 16 kHz wave, in order, not overlapping."""
+    return speech_and_pauses(wave, options)[0]
+
+
+def speech_and_pauses(wave: np.ndarray, options: VadOptions | None = None):
+    """The speech chunks (as speech_chunks), and the pauses inside them: sample positions, in
+    order, in the middle of every pause of at least PAUSE_MS, where a window may be cut without
+    cutting a word. Both come from one pass of the model over the wave."""
     o = options or VadOptions()
     if wave.size == 0:
-        return []
-    model, get_speech_timestamps_sequence = _silero()
-    found = get_speech_timestamps_sequence(
-        np.ascontiguousarray(wave, dtype=np.float32),
-        model,
-        threshold=o.threshold,
-        neg_threshold=o.neg_threshold,
-        sampling_rate=SAMPLE_RATE,
-        min_speech_duration_ms=o.min_speech_duration_ms,
-        max_speech_duration_s=o.max_speech_duration_s,
-        min_silence_duration_ms=o.min_silence_duration_ms,
-        speech_pad_ms=o.speech_pad_ms,
-    )
-    return [(int(c["start"]), min(int(c["end"]), wave.size)) for c in found]
+        return [], []
+    model, from_probs = _silero()
+    probs = model.audio_forward(np.ascontiguousarray(wave, dtype=np.float32), sampling_rate=SAMPLE_RATE)
+
+    def chunks(min_silence_ms: int) -> list[tuple[int, int]]:
+        found = from_probs(
+            probs,
+            sampling_rate=SAMPLE_RATE,
+            threshold=o.threshold,
+            neg_threshold=o.neg_threshold,
+            min_speech_duration_ms=o.min_speech_duration_ms,
+            max_speech_duration_s=o.max_speech_duration_s,
+            min_silence_duration_ms=min_silence_ms,
+            speech_pad_ms=o.speech_pad_ms,
+            audio_length_samples=wave.size,
+        )
+        return [(int(c["start"]), min(int(c["end"]), wave.size)) for c in found]
+
+    speech = chunks(o.min_silence_duration_ms)
+    finer = chunks(min(PAUSE_MS, o.min_silence_duration_ms))
+    pauses = [(a[1] + b[0]) // 2 for a, b in zip(finer, finer[1:])]
+    return speech, _inside(pauses, speech)
+
+
+def _inside(points: list[int], spans: list[tuple[int, int]]) -> list[int]:
+    """The points (sorted) that fall strictly inside one of the spans (sorted, disjoint)."""
+    starts = [s for s, _ in spans]
+    kept = []
+    for p in points:
+        i = bisect.bisect_left(starts, p) - 1
+        if i >= 0 and p < spans[i][1]:
+            kept.append(p)
+    return kept

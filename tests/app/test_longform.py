@@ -103,6 +103,19 @@ def test_windows_are_packed_from_chunks_and_cut_between_them(bounds, max_len, ex
         assert pack_windows(bounds, max_len, breaks={10}) == [(0, 10), (10, 31), (31, 50)]
 
 
+def test_a_window_is_filled_to_fill_and_a_longer_chunk_is_not_cut():
+    bounds = [(0, 10), (10, 22), (22, 28), (28, 30), (30, 58)]
+    assert pack_windows(bounds, 30, fill=25) == [(0, 22), (22, 30), (30, 58)]
+    assert pack_windows(bounds, 30) == [(0, 30), (30, 58)]
+
+
+def test_pauses_inside_chunks_are_places_to_cut():
+    # Chunks at 2-5 s and 40-50 s (stream 0-3, 3-13); pauses at 3 s, 44 s and 47 s of the file.
+    m = SpeechMap([(2 * SR, 5 * SR), (40 * SR, 50 * SR)], pauses=[3 * SR, 44 * SR, 47 * SR])
+    assert m.bounds() == [(0, SR), (SR, 3 * SR), (3 * SR, 7 * SR), (7 * SR, 10 * SR), (10 * SR, 13 * SR)]
+    assert m.length == 13 * SR and m.to_original(8.0) == 45.0  # the timeline is the chunks'
+
+
 def test_speech_map_goes_back_to_the_file_timeline():
     m = SpeechMap([(2 * SR, 5 * SR), (5 * SR, 6 * SR), (40 * SR, 50 * SR)])  # stream: 0-3, 3-4, 4-14
     assert m.length == 14 * SR and m.bounds() == [(0, 3 * SR), (3 * SR, 4 * SR), (4 * SR, 14 * SR)]

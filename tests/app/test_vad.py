@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from compositions import compose
 
-from scriba.app.vad import VadOptions, speech_chunks
+from scriba.app.vad import PAUSE_MS, VadOptions, speech_and_pauses, speech_chunks
 from scriba.media.load import load_audio
 
 JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
@@ -24,6 +24,40 @@ def test_speech_is_found_between_silence_noise_and_tones():
     assert all(any(s < b and e > a for s, e in chunks) for a, b in spans)
     found = sum(e - s for s, e in chunks)
     assert 0.8 * 3 * 9 < found < 3 * 11.5  # jfk holds about 9-10 s of speech
+
+
+def test_speech_is_silero_s_and_pauses_fall_where_it_hears_silence():
+    """The chunks are the silero-vad package's own; each pause lies between two of the chunks
+    it finds when a pause of PAUSE_MS ends one, inside one of ours, in quiet audio."""
+    from silero_vad import load_silero_vad
+    from silero_vad.sequence_vad import get_speech_timestamps_sequence
+
+    jfk = load_audio(JFK)
+    audio, _ = compose([("silence", 1), jfk, ("brown", 3), jfk])
+    chunks, pauses = speech_and_pauses(audio)
+    o = VadOptions()
+    settings = dict(
+        threshold=o.threshold,
+        min_speech_duration_ms=o.min_speech_duration_ms,
+        max_speech_duration_s=o.max_speech_duration_s,
+        speech_pad_ms=0,
+    )
+    model = load_silero_vad(sequence=True)
+    ours = get_speech_timestamps_sequence(
+        audio,
+        model,
+        min_silence_duration_ms=o.min_silence_duration_ms,
+        **{**settings, "speech_pad_ms": o.speech_pad_ms},
+    )
+    assert chunks == [(c["start"], min(c["end"], audio.size)) for c in ours]
+    finer = get_speech_timestamps_sequence(audio, model, min_silence_duration_ms=PAUSE_MS, **settings)
+    gaps = [(a["end"], b["start"]) for a, b in zip(finer, finer[1:])]
+    assert len(pauses) >= 2  # a pause inside a chunk of each copy ("... for you, | ask what ...")
+    for p in pauses:
+        assert any(s < p < e for s, e in chunks)
+        assert any(a <= p <= b for a, b in gaps)
+        speech_level = np.abs(jfk).max()
+        assert np.abs(audio[p - 800 : p + 800]).max() < 0.5 * speech_level  # 0.1 s around it
 
 
 @pytest.mark.parametrize("kind", ["silence", "white", "brown", "tone"])
