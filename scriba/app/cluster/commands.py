@@ -69,6 +69,7 @@ def run_serve_on_ray(args: argparse.Namespace, config: dict, allow: list[str]) -
     if args.ui:
         raise ValueError("--ui is not served on Ray (a page's session needs one process): run `scriba ui`")
     need_ray()
+    import signal
     import time
 
     from scriba.app.cluster import serve as on_ray
@@ -91,6 +92,10 @@ def run_serve_on_ray(args: argparse.Namespace, config: dict, allow: list[str]) -
     on_ray.start(served, {"api_key": args.api_key}, plan, args.host, args.port)
     where = f"http://{args.host}:{args.port}/v1"
     print(f"scriba: serving on Ray Serve at {where} (Ctrl-C stops)", file=sys.stderr)
+    # Ctrl-C and SIGTERM stop it cleanly, also when started as a shell's background job (which
+    # inherits SIGINT ignored: Python then never raises KeyboardInterrupt).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         while True:
             time.sleep(3600)

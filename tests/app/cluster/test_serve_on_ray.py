@@ -40,7 +40,11 @@ def served(tmp_path_factory):
     command = [sys.executable, "-m", "scriba.app.cli", "serve", "--ray", "--replicas", "2"]
     command += ["--port", str(port), "--api-key", "k"]
     log = open(tmp_path_factory.mktemp("serve") / "log", "w+")  # a file: a full pipe would stall it
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
+    # Started with SIGINT ignored, as a shell's background job is: Ctrl-C must still stop it.
+    ignore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731
+    process = subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT, text=True, preexec_fn=ignore_sigint
+    )
     deadline = time.monotonic() + 240
     while True:
         assert process.poll() is None, open(log.name).read()[-3000:]
@@ -52,7 +56,7 @@ def served(tmp_path_factory):
             time.sleep(0.5)
     yield port, process
     process.send_signal(signal.SIGINT)
-    process.wait(timeout=60)
+    assert process.wait(timeout=60) == 130, open(log.name).read()[-3000:]  # "scriba: interrupted"
     log.close()
 
 
