@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
+_KV_CACHE_DTYPES = _DTYPES
 _PREEMPTION_MODES = ("recompute", "swap")
 _BACKENDS = ("auto", "torch", "triton", "cuda")
 _QUANTIZATIONS = ("int8",)  # as scriba.models.quantize.QUANTIZATIONS (config imports no torch)
@@ -42,6 +43,10 @@ class EngineConfig:
     # None: weights in `dtype`. "int8": int8 weights and dynamic int8 activations in every Linear
     # layer and the logits (CPU, float32 activations); see models/quantize.py.
     quantization: str | None = None
+    # The KV cache's dtype. "auto": the compute dtype, except bfloat16 in the int8 mode (decode
+    # attention then reads half the bytes, through kernels/cpu_paged_attention.py). Otherwise the
+    # compute dtype, or bfloat16 under float32 on the CPU.
+    kv_cache_dtype: str = "auto"
     # CPU threads for torch's intra-op pool. None: one per physical core this process may use,
     # within its container's CPU quota (engine/threads.py), unless OMP_NUM_THREADS is set.
     num_threads: int | None = None
@@ -85,6 +90,7 @@ class EngineConfig:
         self._check_quantization(on_gpu)
         if self.dtype == "auto":
             self.dtype = "float16" if on_gpu else "float32"
+        self._check_kv_cache_dtype(on_gpu)
         if self.max_num_seqs is None:
             self.max_num_seqs = 256 if on_gpu else 64
         if self.num_cpu_blocks is None and not on_gpu and self.preemption_mode != "swap":
@@ -104,11 +110,30 @@ class EngineConfig:
         if self.dtype not in ("auto", "float32"):
             raise ValueError(f"quantization='int8' computes in float32; got dtype={self.dtype!r}")
 
+    def _check_kv_cache_dtype(self, on_gpu: bool) -> None:
+        kv = self.kv_cache_dtype
+        if kv not in _KV_CACHE_DTYPES:
+            raise ValueError(f"kv_cache_dtype must be one of {_KV_CACHE_DTYPES}, got {kv!r}")
+        if kv not in ("auto", self.dtype) and (kv, self.dtype, on_gpu) != ("bfloat16", "float32", False):
+            raise ValueError(
+                f"kv_cache_dtype={kv!r} with dtype={self.dtype!r}: the cache is in the compute dtype, "
+                "or bfloat16 under float32 on the CPU"
+            )
+
     @property
     def torch_dtype(self):
         import torch
 
         return getattr(torch, self.dtype)
+
+    @property
+    def torch_kv_cache_dtype(self):
+        """Read after the engine knows the model: an int8 checkpoint sets `quantization`."""
+        import torch
+
+        if self.kv_cache_dtype == "auto":
+            return torch.bfloat16 if self.quantization == "int8" else self.torch_dtype
+        return getattr(torch, self.kv_cache_dtype)
 
 
 def _check_positive(name: str, value: int) -> None:

@@ -62,7 +62,12 @@ class Engine:
         self.max_decoder_len: int = m.max_decoder_len
 
         self.runner = ModelRunner(
-            m, config.device, config.torch_dtype, config.block_size, config.attention_backend
+            m,
+            config.device,
+            config.torch_dtype,
+            config.block_size,
+            config.attention_backend,
+            config.torch_kv_cache_dtype,
         )
         self._build_kv_cache()
         self.scheduler = Scheduler(config, self.block_manager)
@@ -73,7 +78,7 @@ class Engine:
     def _build_kv_cache(self) -> None:
         """Size the KV pools (from memory unless given), allocate them, capture decode graphs."""
         config, m, runner = self.config, self.model, self.runner
-        bytes_per_block = ModelRunner.bytes_per_block(m, config.block_size, config.torch_dtype)
+        bytes_per_block = ModelRunner.bytes_per_block(m, config.block_size, config.torch_kv_cache_dtype)
         full_request = blocks_for(m.max_encoder_len, config.block_size) + blocks_for(
             m.max_decoder_len, config.block_size
         )
@@ -184,11 +189,7 @@ class Engine:
         """An int8 checkpoint (CTranslate2 int8*) runs in the int8 mode where it can: on the CPU
         in float32. Elsewhere (a GPU, or dtype bfloat16) its dequantized weights run."""
         c = self.config
-        return (
-            bool(self.model.int8_weights)
-            and c.device == "cpu"
-            and c.torch_dtype == torch.float32
-        )
+        return bool(self.model.int8_weights) and c.device == "cpu" and c.torch_dtype == torch.float32
 
     def has_unfinished_requests(self) -> bool:
         return self.scheduler.has_unfinished()

@@ -52,12 +52,21 @@ class StepResult:
 class ModelRunner:
     """Create it, size and `allocate_kv_caches`, optionally `capture_decode_graphs`, then `execute`."""
 
-    def __init__(self, model, device: str, dtype: torch.dtype, block_size: int, backend: str = "auto"):
+    def __init__(
+        self,
+        model,
+        device: str,
+        dtype: torch.dtype,
+        block_size: int,
+        backend: str = "auto",
+        kv_cache_dtype: torch.dtype | None = None,  # None: dtype
+    ):
         self.model = model
         self.device = torch.device(device)
         self.block_size = block_size
         self.dtype = dtype
-        self.backend = get_backend(backend, self.device)
+        self.kv_cache_dtype = kv_cache_dtype or dtype
+        self.backend = get_backend(backend, self.device, dtype, self.kv_cache_dtype)
         self.kv_caches: list[torch.Tensor] = []
         self.cpu_caches: list[torch.Tensor] = []
         self.graphs: DecodeGraphs | None = None
@@ -73,7 +82,7 @@ class ModelRunner:
         # weight. A host pool beside a GPU is pinned, so swaps move without blocking.
         pin = torch.device(device).type == "cpu" and self.device.type == "cuda" and num_blocks > 0
         head_major = self.backend.head_major_cache and torch.device(device) == self.device
-        tensor = dict(dtype=self.dtype, device=device, pin_memory=pin)
+        tensor = dict(dtype=self.kv_cache_dtype, device=device, pin_memory=pin)
         return [new_kv_cache(*block, head_major=head_major, **tensor) for _ in layers]
 
     def bind_kv_caches(self, caches: list[torch.Tensor]) -> None:
@@ -118,7 +127,8 @@ class ModelRunner:
         cross_kv = []
         for layer in range(max(lay for lay, _ in heads) + 1):  # every layer up to the last asked
             cache = layers[layer][1].kv_cache  # [2, blocks, block_size, heads, head_dim]
-            cross_kv.append(torch.stack([cache[:, i].flatten(1, 2)[:, :num_positions] for i in indexes]))
+            kv = torch.stack([cache[:, i].flatten(1, 2)[:, :num_positions] for i in indexes])
+            cross_kv.append(kv.to(self.dtype))
         weights = self.model.cross_attentions(tokens.to(self.device), cross_kv, heads).float().cpu()
         return [weights[row, :, : len(ids)].numpy() for row, (_, ids) in enumerate(requests)]
 
@@ -205,7 +215,7 @@ class ModelRunner:
             cross_block_tables=t.get("cross_tables"),
             cross_seq_lens=t.get("cross_lens"),
         )
-        if len(dec.input_ids) and self.backend.name == "torch":  # read runs in place: plan once a step
+        if len(dec.input_ids) and self.backend.plans_context_reads:  # runs read in place: plan once a step
             bs = self.block_size
             meta.decode_reads = group_context_reads(dec.table_lists, dec.lens.tolist(), bs)
             meta.cross_reads = group_context_reads(dec.cross_table_lists, dec.cross_lens.tolist(), bs)

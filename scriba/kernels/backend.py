@@ -1,6 +1,8 @@
 """Attention backends: the set of ops the Attention layer calls.
 
-- "torch": plain torch ops; runs anywhere; the CPU path and the oracle of the others.
+- "torch": plain torch ops; runs anywhere; the CPU path and the oracle of the others. With a
+  bfloat16 KV cache under float32 compute (the CPU int8 mode) its decode attention is the numba
+  kernels of cpu_paged_attention.py.
 - "triton": the Triton KV-cache write and paged decode kernels, torch prefill. Runs on CUDA,
   or on the CPU under TRITON_INTERPRET=1 (how CI tests the kernels inside the engine).
 - "cuda": flash varlen prefill (flash-attn, else PyTorch's built-in flash kernel) plus the
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from scriba.kernels.cpu_paged_attention import paged_decode_attention_bf16
 from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
 from scriba.kernels.triton_support import HAS_TRITON, require_triton
@@ -23,15 +26,28 @@ class TorchBackend:
     # The cache is stored head by head (kv_cache.new_kv_cache): SDPA then reads each head's
     # context as one contiguous [positions, head_dim] matrix.
     head_major_cache = True
+    plans_context_reads = True  # the runner plans `reads` (group_context_reads) once a step
     varlen_attention = staticmethod(varlen_attention_ref)
     write_kv_cache = staticmethod(write_kv_cache_ref)
     paged_decode_attention = staticmethod(paged_decode_attention_ref)
+
+
+class TorchBf16CacheBackend(TorchBackend):
+    """The torch path over a bfloat16 cache with float32 queries: the numba kernels read the
+    block tables in place, so there are no reads to plan."""
+
+    plans_context_reads = False
+
+    @staticmethod
+    def paged_decode_attention(q, kv_cache, block_tables, seq_lens, scale, reads=None):
+        return paged_decode_attention_bf16(q, kv_cache, block_tables, seq_lens, scale)
 
 
 class TritonBackend(TorchBackend):
     name = "triton"
     is_graph_safe = True  # decode steps make no host synchronisation
     head_major_cache = False  # the kernels take a contiguous cache
+    plans_context_reads = False
     write_kv_cache = staticmethod(write_kv_cache_triton)
 
     @staticmethod
@@ -48,9 +64,25 @@ class CudaBackend(TritonBackend):
 BACKENDS = {b.name: b for b in (TorchBackend, TritonBackend, CudaBackend)}
 
 
-def get_backend(name: str, device: torch.device | str) -> TorchBackend:
-    """ "auto" picks "cuda" on a GPU with Triton installed, else "torch"."""
+def get_backend(
+    name: str,
+    device: torch.device | str,
+    dtype: torch.dtype = torch.float32,
+    kv_cache_dtype: torch.dtype | None = None,
+) -> TorchBackend:
+    """ "auto" picks "cuda" on a GPU with Triton installed, else "torch". A KV cache in another
+    dtype than the compute `dtype` is the torch path's bfloat16 under float32 only."""
     device = torch.device(device)
+    kv_cache_dtype = kv_cache_dtype or dtype
+    if kv_cache_dtype != dtype:
+        if (kv_cache_dtype, dtype, device.type) != (torch.bfloat16, torch.float32, "cpu"):
+            raise ValueError(
+                f"a {kv_cache_dtype} KV cache under {dtype} compute runs only on the CPU "
+                "(bfloat16 under float32)"
+            )
+        if name not in ("auto", "torch"):
+            raise ValueError(f"the {name!r} attention backend reads the cache in the compute dtype")
+        return TorchBf16CacheBackend()
     if name == "auto":
         name = "cuda" if device.type == "cuda" and HAS_TRITON else "torch"
     if name not in BACKENDS:

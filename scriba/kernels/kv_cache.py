@@ -46,11 +46,13 @@ def write_kv_cache_ref(
     kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim]
     slot_mapping: torch.Tensor,  # [tokens] int
 ) -> None:
+    """Writes k and v at their slots, rounded to the cache's dtype (a bfloat16 cache under
+    float32 compute)."""
     check_write_args(k, v, kv_cache, slot_mapping)
     heads, dim = kv_cache.shape[3:]
     slots = slot_mapping.long()
-    kv_cache[0].view(-1, heads, dim).index_copy_(0, slots, k)
-    kv_cache[1].view(-1, heads, dim).index_copy_(0, slots, v)
+    kv_cache[0].view(-1, heads, dim).index_copy_(0, slots, k.to(kv_cache.dtype))
+    kv_cache[1].view(-1, heads, dim).index_copy_(0, slots, v.to(kv_cache.dtype))
 
 
 if HAS_TRITON:

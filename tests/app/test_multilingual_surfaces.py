@@ -18,7 +18,8 @@ from scriba.app.server.app import ServerSettings, asgi_app
 from scriba.app.server.models import ServedModels
 from scriba.media.load import SAMPLE_RATE, load_audio
 
-ENGLISH = {"the", "of", "and", "to", "a", "in", "that", "my", "you", "we", "our"}
+# Frequent English words that are not Spanish ones ("a" is both: a Spanish transcription has it)
+ENGLISH = {"the", "of", "and", "to", "in", "that", "my", "you", "we", "our"}
 
 
 @pytest.fixture(scope="module")

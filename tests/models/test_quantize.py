@@ -56,6 +56,14 @@ def test_int8_bart_converts_every_linear_and_stays_close(request, fixture):
     agreement = sum(x == y for s, t in zip(a, b) for x, y in zip(s, t)) / sum(map(len, a))
     print(f"{fixture}: int8 greedy tokens equal to float32 at {agreement:.2%} of positions")
     assert agreement > 0.3 and all(len(t) == 12 for t in b)
+    # The int8 mode's KV cache is bfloat16, read by the numba kernels; asked for, float32 and SDPA
+    assert int8.runner.kv_caches[0].dtype == torch.bfloat16 and not int8.runner.backend.plans_context_reads
+    f32 = Engine(path, device="cpu", quantization="int8", kv_cache_dtype="float32", num_kv_blocks=200)
+    assert f32.runner.kv_caches[0].dtype == torch.float32 and f32.runner.backend.plans_context_reads
+    c = [o.outputs[0].token_ids for o in f32.generate(prompts, params)]
+    same = sum(x == y for s, t in zip(b, c) for x, y in zip(s, t)) / sum(map(len, b))
+    print(f"{fixture}: int8 tokens with a bfloat16 KV cache equal to a float32 one at {same:.2%}")
+    assert same > 0.8
 
 
 @pytest.mark.parametrize("mode", [{"quantization": "int8"}, {"dtype": "bfloat16"}], ids=["int8", "bfloat16"])
@@ -82,6 +90,9 @@ def test_reduced_precision_tiny_en_transcribes_jfk(mode):
     [
         ({"quantization": "int4"}, "quantization must be one of"),
         ({"quantization": "int8", "dtype": "float16"}, "computes in float32"),
+        ({"kv_cache_dtype": "int8"}, "kv_cache_dtype must be one of"),
+        ({"kv_cache_dtype": "float16"}, "the cache is in the compute dtype"),
+        ({"dtype": "float16", "kv_cache_dtype": "bfloat16"}, "or bfloat16 under float32 on the CPU"),
     ],
 )
 def test_bad_quantization_options_are_refused(options, message):
