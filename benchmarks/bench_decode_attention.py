@@ -1,12 +1,12 @@
 """Decode attention on this CPU at Whisper's cross-attention size: the torch path over a float32
-cache against the numba kernels over a bfloat16 one.
+cache against the numba kernel over a bfloat16 one.
 
     python benchmarks/bench_decode_attention.py [--seqs 17] [--heads 6] [--out FILE]
 
 Each of 4 layers has its own cache (as in a decode step: what one layer read is out of the CPU's
 caches when it is read again), holding `seqs` contexts of 1,500 positions as cross-attention's
 runs of blocks. Prints the milliseconds per layer of: SDPA on the float32 cache (the float32 mode's
-path, `paged_decode_attention_ref`), the numba kernels on the bfloat16 cache (the int8 mode's,
+path, `paged_decode_attention_ref`), the numba kernel on the bfloat16 cache (the int8 mode's,
 `paged_decode_attention_bf16`), and a plain sum over the float32 K and V (what reading them costs),
 with the rate each reads the float32 bytes at.
 """

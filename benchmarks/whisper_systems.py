@@ -17,7 +17,7 @@ SCRIBA_MODES = {
     "float32": {"dtype": "float32"},  # the exact mode
     "bfloat16": {"dtype": "bfloat16"},
     "int8": {"quantization": "int8"},
-    # the default with the KV cache in float32 (SDPA), not bfloat16 (the numba kernels)
+    # the default with the KV cache in float32 (SDPA), not bfloat16 (the numba kernel)
     "float32-KV": {"kv_cache_dtype": "float32"},
 }
 

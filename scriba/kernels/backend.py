@@ -2,7 +2,7 @@
 
 - "torch": plain torch ops; runs anywhere; the CPU path and the oracle of the others. With a
   bfloat16 KV cache under float32 compute (the CPU int8 mode) its decode attention is the numba
-  kernels of cpu_paged_attention.py.
+  kernel of cpu_paged_attention.py.
 - "triton": the Triton KV-cache write and paged decode kernels, torch prefill. Runs on CUDA,
   or on the CPU under TRITON_INTERPRET=1 (how CI tests the kernels inside the engine).
 - "cuda": flash varlen prefill (flash-attn, else PyTorch's built-in flash kernel) plus the
@@ -33,7 +33,7 @@ class TorchBackend:
 
 
 class TorchBf16CacheBackend(TorchBackend):
-    """The torch path over a bfloat16 cache with float32 queries: the numba kernels read the
+    """The torch path over a bfloat16 cache with float32 queries: the numba kernel reads the
     block tables in place, so there are no reads to plan."""
 
     plans_context_reads = False

@@ -1,19 +1,20 @@
-"""Paged decode attention on the CPU over a bfloat16 KV cache: numba kernels.
+"""Paged decode attention on the CPU over a bfloat16 KV cache: a numba kernel.
 
 Every decode step reads each sequence's whole context in every layer, and for Whisper that is
 a cross-attention context of 1,500 positions: on a 2-core CPU the step is bound by those reads.
 PyTorch's SDPA makes them at a fraction of the memory's speed (its small per-block products
-bound it) and runs 3-5x slower still on a bfloat16 cache. These kernels read the cache in
-place through the block tables (no gather), at half the bytes of float32 (17 contexts of 1,500
-positions, 4 layers in turn on 2 cores: 1.1 ms a layer against SDPA's 2.5 ms in float32).
+bound it) and runs 3-5x slower still on a bfloat16 cache. This kernel reads the cache in place
+through the block tables (no gather), at half the bytes of float32 (17 contexts of 1,500
+positions, 4 layers in turn on 2 cores: 1.2 ms a layer against SDPA's 2.8 ms in float32;
+benchmarks/bench_decode_attention.py). One task per (sequence, head):
 
-    scores[r, h, t] = scale * q[r, h] . k[h, slot(r, t)]   for t < length[r], -inf after
-    probs = softmax(scores)                                (torch: numba's exp is scalar)
-    out[r, h] = sum_t probs[r, h, t] * v[h, slot(r, t)]
+    scores[t] = scale * q[r, h] . k[h, slot(r, t)]    for t < length[r]
+    out[r, h] = sum_t softmax(scores)[t] * v[h, slot(r, t)]
 
 A bfloat16 is the top half of a float32: it is widened by shifting its bits up 16. The
-float32 mode keeps the torch path (`paged_attention.paged_decode_attention_ref`), this
-kernel's oracle.
+softmax's exp is 2^k * 2^f, a polynomial for 2^f and k put in a float's exponent bits, which
+vectorizes (numba's own exp is a scalar call per element). The float32 mode keeps the torch
+path (`paged_attention.paged_decode_attention_ref`), this kernel's oracle.
 """
 
 from __future__ import annotations
@@ -27,53 +28,99 @@ import torch
 
 from scriba.kernels.paged_attention import check_paged_args
 
+# ln(2)^i / i!, i = 6 .. 1: 2^f's Taylor series, highest power first
+_EXP2_TERMS = tuple(
+    np.float32(c)
+    for c in (
+        1.5403530393381606e-4,
+        1.3333558146428443e-3,
+        9.618129107628477e-3,
+        5.550410866482158e-2,
+        0.2402265069591007,
+        0.6931471805599453,
+    )
+)
+
+
+@numba.njit(fastmath=True, inline="always")
+def _exp2_fraction(f):
+    """2^f for f in [-0.5, 0.5], to f^6: relative error under 2e-7."""
+    power = np.float32(0.0)
+    for c in _EXP2_TERMS:
+        power = (power + c) * f
+    return power + np.float32(1.0)
+
+
+@numba.njit(fastmath=True, inline="always")
+def _softmax_weights(scores, n):
+    """exp(scores[:n] - max) in place, as 2^(whole + fraction); returns their sum."""
+    top = scores[0]
+    for t in range(1, n):
+        top = max(top, scores[t])
+    powers = np.empty(n, np.uint32)
+    for t in range(n):
+        x = max((scores[t] - top) * np.float32(1.4426950408889634), np.float32(-126.0))
+        whole = np.floor(x + np.float32(0.5))
+        scores[t] = _exp2_fraction(x - whole)
+        powers[t] = np.uint32(np.int32(whole) + 127) << 23  # 2^whole as float32 bits
+    scale = powers.view(np.float32)
+    total = np.float32(0.0)
+    for t in range(n):
+        scores[t] *= scale[t]
+        total += scores[t]
+    return total
+
+
+@numba.njit(fastmath=True, inline="always")
+def _scores(query, k, table, n, block_size, scores):
+    """scores[:n] = query . keys, the keys read block by block through `table`."""
+    dim = query.shape[0]
+    bits = np.empty((block_size, dim), np.uint32)
+    keys = bits.view(np.float32)
+    for b in range((n + block_size - 1) // block_size):
+        block = k[table[b] * block_size :]
+        used = min(block_size, n - b * block_size)
+        for j in range(used):
+            for d in range(dim):
+                bits[j, d] = np.uint32(block[j, d]) << 16
+        for j in range(used):
+            acc = np.float32(0.0)
+            for d in range(dim):
+                acc += query[d] * keys[j, d]
+            scores[b * block_size + j] = acc
+
+
+@numba.njit(fastmath=True, inline="always")
+def _weighted_values(weights, v, table, n, block_size, acc):
+    """acc += sum_t weights[t] * value t, the values read block by block through `table`."""
+    dim = acc.shape[0]
+    bits = np.empty(dim, np.uint32)
+    value = bits.view(np.float32)
+    for b in range((n + block_size - 1) // block_size):
+        block = v[table[b] * block_size :]
+        for j in range(min(block_size, n - b * block_size)):
+            w = weights[b * block_size + j]
+            for d in range(dim):
+                bits[d] = np.uint32(block[j, d]) << 16
+            for d in range(dim):
+                acc[d] += w * value[d]
+
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
-def _scores_kernel(q, k, tables, lengths, block_size, scale, scores):
-    """q [R, H, D] float32; k [H, slots, D] bfloat16 bits (uint16); tables [R, blocks] int32;
-    lengths [R] int32; scores [R, H, >= max length] float32, written."""
+def _attention_kernel(q, k, v, tables, lengths, block_size, scale, out):
+    """q [R, H, D] float32; k, v [H, slots, D] bfloat16 bits (uint16); tables [R, blocks] int32;
+    lengths [R] int32; out [R, H, D] float32, written."""
     rows, heads, dim = q.shape
     for task in numba.prange(rows * heads):
         r, h = task // heads, task % heads
         n = lengths[r]
-        query = q[r, h] * scale
-        bits = np.empty((block_size, dim), np.uint32)
-        keys = bits.view(np.float32)
-        out = scores[r, h]
-        for b in range((n + block_size - 1) // block_size):
-            block = k[h, tables[r, b] * block_size :]
-            used = min(block_size, n - b * block_size)
-            for j in range(used):
-                for d in range(dim):
-                    bits[j, d] = np.uint32(block[j, d]) << 16
-            for j in range(used):
-                acc = np.float32(0.0)
-                for d in range(dim):
-                    acc += query[d] * keys[j, d]
-                out[b * block_size + j] = acc
-        out[n:] = -np.inf
-
-
-@numba.njit(parallel=True, fastmath=True, cache=True)
-def _weighted_sum_kernel(probs, v, tables, lengths, block_size, out):
-    """probs [R, H, >= max length] float32; v [H, slots, D] bfloat16 bits; out [R, H, D]."""
-    rows, heads, dim = out.shape
-    for task in numba.prange(rows * heads):
-        r, h = task // heads, task % heads
-        n = lengths[r]
-        weights = probs[r, h]
+        scores = np.empty(n, np.float32)
+        _scores(q[r, h] * scale, k[h], tables[r], n, block_size, scores)
+        total = _softmax_weights(scores, n)
         acc = np.zeros(dim, np.float32)
-        bits = np.empty(dim, np.uint32)
-        value = bits.view(np.float32)
-        for b in range((n + block_size - 1) // block_size):
-            block = v[h, tables[r, b] * block_size :]
-            for j in range(min(block_size, n - b * block_size)):
-                w = weights[b * block_size + j]
-                for d in range(dim):
-                    bits[d] = np.uint32(block[j, d]) << 16
-                for d in range(dim):
-                    acc[d] += w * value[d]
-        out[r, h] = acc
+        _weighted_values(scores, v[h], tables[r], n, block_size, acc)
+        for d in range(dim):
+            out[r, h, d] = acc[d] / total
 
 
 def paged_decode_attention_bf16(
@@ -87,23 +134,18 @@ def paged_decode_attention_bf16(
     check_paged_args(q, kv_cache, block_tables, seq_lens)
     if kv_cache.dtype != torch.bfloat16 or q.dtype != torch.float32 or q.device.type != "cpu":
         raise ValueError(f"needs a CPU bfloat16 cache and float32 q, got {kv_cache.dtype} and {q.dtype}")
-    seqs, heads, dim = q.shape
     block_size = kv_cache.shape[2]
     # [2, heads, slots, head_dim]: a view for both memory orders (new_kv_cache)
     bits = kv_cache.view(torch.uint16).permute(0, 3, 1, 2, 4).flatten(2, 3).numpy()
     lengths = seq_lens.to(torch.int32).numpy()
     tables = block_tables.to(torch.int32).contiguous().numpy()
-    scores = torch.empty(seqs, heads, int(lengths.max()))
-    out = torch.empty(seqs, heads, dim)
+    out = torch.empty(q.shape)
     # One launch at a time (engines on several threads): each already takes every core, and
     # numba's fallback pool, where there is no OpenMP, refuses launches from two threads at once.
     with _launches:
         _use_torch_threads()
-        _scores_kernel(
-            q.contiguous().numpy(), bits[0], tables, lengths, block_size, np.float32(scale), scores.numpy()
-        )
-        probs = torch.softmax(scores, dim=-1)
-        _weighted_sum_kernel(probs.numpy(), bits[1], tables, lengths, block_size, out.numpy())
+        args = (tables, lengths, block_size, np.float32(scale), out.numpy())
+        _attention_kernel(q.contiguous().numpy(), bits[0], bits[1], *args)
     return out
 
 

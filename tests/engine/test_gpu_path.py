@@ -86,7 +86,7 @@ def test_backend_choice():
     with pytest.raises(ValueError, match="attention_backend must be one of"):
         Engine(attention_backend="flash")
     bf16 = dict(dtype=torch.float32, kv_cache_dtype=torch.bfloat16)
-    assert not get_backend("auto", "cpu", **bf16).plans_context_reads  # the numba kernels
+    assert not get_backend("auto", "cpu", **bf16).plans_context_reads  # the numba kernel
     with pytest.raises(ValueError, match="reads the cache in the compute dtype"):
         get_backend("triton", "cpu", **bf16)
     with pytest.raises(ValueError, match="runs only on the CPU"):

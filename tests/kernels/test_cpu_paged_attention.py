@@ -101,3 +101,19 @@ def test_writes_to_a_bf16_cache_are_rounded_to_nearest():
     write_kv_cache_ref(k, v, cache, torch.tensor([5, 0, 7]))
     assert torch.equal(cache[0, 1, 1], k[0].bfloat16()) and torch.equal(cache[1, 1, 3], v[2].bfloat16())
     assert (cache[0, 1, 1].float() - k[0]).abs().max() <= k[0].abs().max() * 2**-8
+
+
+def test_bf16_kernel_keeps_a_peaked_softmax():
+    """Scores hundreds apart (weights below float32's range but one): the output is the top
+    position's value, as in float64, and a flat softmax gives the plain mean."""
+    torch.manual_seed(1)
+    heads, dim, n = 2, 16, 40
+    cache, tables, dense = paged_contexts(random.Random(1), [n], 16, heads, dim, True, set())
+    k, v = dense[0]
+    top = 7
+    q = (k[top] * 1000)[None]  # [1, heads, dim]: position 7 scores ~1000x its squared norm
+    lens = torch.tensor([n], dtype=torch.int32)
+    out = paged_decode_attention_bf16(q, cache, tables, lens, 1.0)
+    torch.testing.assert_close(out[0], dense_attention(q[0], k, v, 1.0).float(), atol=1e-5, rtol=1e-5)
+    flat = paged_decode_attention_bf16(torch.zeros(1, heads, dim), cache, tables, lens, 1.0)
+    torch.testing.assert_close(flat[0], v.mean(0), atol=1e-5, rtol=1e-5)
