@@ -5,7 +5,7 @@ a cross-attention context of 1,500 positions: on a 2-core CPU the step is bound 
 PyTorch's SDPA makes them at a fraction of the memory's speed (its small per-block products
 bound it) and runs 3-5x slower still on a bfloat16 cache. This kernel reads the cache in place
 through the block tables (no gather), at half the bytes of float32 (17 contexts of 1,500
-positions, 4 layers in turn on 2 cores: 1.2 ms a layer against SDPA's 2.8 ms in float32;
+positions, 4 layers in turn on 2 cores: 0.94 ms a layer against SDPA's 2.6 ms in float32;
 benchmarks/bench_decode_attention.py). One task per (sequence, head):
 
     scores[t] = scale * q[r, h] . k[h, slot(r, t)]    for t < length[r]
