@@ -12,10 +12,9 @@ Systems, each warmed up on one file first, then timed in interleaved rounds (the
 round counts; the range is printed: this shared machine's neighbours move single runs by up to
 50%), greedy, timestamps on unless the system decodes
 without them, language "en" (so every system skips detection):
-  Scriba default / float32   scriba.transcribe(): its default on this CPU (int8 Linear layers,
-                             bfloat16 KV cache) and the exact mode; the short clips go in one
-                             call (one batch)
-  Scriba float32-KV          the default with a float32 KV cache (kv_cache_dtype="float32")
+  Scriba default / float32   scriba.transcribe(): its default on this CPU (int8 Linear layers)
+                             and the exact mode; the short clips go in one call (one batch)
+  Scriba bfloat16-KV         the default with a bfloat16 KV cache (kv_cache_dtype="bfloat16")
   faster-whisper int8        WhisperModel.transcribe, one file at a time (its sequential
                              long-form), and BatchedInferencePipeline (its faster mode: VAD
                              chunks of up to 30 s, batch 8, no timestamp tokens)
@@ -128,7 +127,7 @@ def main(argv=None) -> int:
             for line in run.stdout.splitlines()[2:]:  # its own header left out
                 say(line)
         models = []
-    modes = [m for m in ("default", "float32-KV", "float32") if m not in args.skip.split(",")]
+    modes = [m for m in ("default", "bfloat16-KV", "float32") if m not in args.skip.split(",")]
     for model in models:
         say(f"\n## {model}")
         for name, (files, refs) in workloads(args.data).items():

@@ -1,6 +1,7 @@
 """Where one long file's time goes on this CPU, and how full the engine's batches are.
 
     python benchmarks/profile_longform.py [FILE] [--model tiny.en] [--quantization int8 | --dtype float32]
+        [--kv-cache-dtype bfloat16]
         [--out benchmarks/results/profile_longform_cpu.txt]
 
 Transcribes FILE (default: the 7.8-minute dev long-form recording) with Scriba's defaults (int8 on a
@@ -162,9 +163,11 @@ def main(argv=None) -> int:
     parser.add_argument("--model", default=None)
     parser.add_argument("--quantization", default=None)
     parser.add_argument("--dtype", default=None, help="float32: the exact mode (default: int8 on a CPU)")
+    parser.add_argument("--kv-cache-dtype", default=None, help="bfloat16: the numba decode kernel")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
-    asked = {k: v for k, v in (("quantization", args.quantization), ("dtype", args.dtype)) if v}
+    given = {"quantization": args.quantization, "dtype": args.dtype, "kv_cache_dtype": args.kv_cache_dtype}
+    asked = {k: v for k, v in given.items() if v}
     config = speech_config(asked)  # what transcribe() runs with: int8 on a CPU unless asked
     options = {"model": args.model, **asked}
     scriba.transcribe(args.file, **options)  # warm-up: model load, first allocations
@@ -179,7 +182,8 @@ def main(argv=None) -> int:
     header = [
         f"# python benchmarks/profile_longform.py {' '.join(argv or sys.argv[1:])}".rstrip(),
         f"# torch {torch.__version__}, {torch.get_num_threads()} threads; {os.path.basename(args.file)}, "
-        f"model {args.model or 'tiny.en'}, {config.get('quantization') or config.get('dtype')}",
+        f"model {args.model or 'tiny.en'}, {config.get('quantization') or config.get('dtype')}"
+        f"{', KV cache ' + args.kv_cache_dtype if args.kv_cache_dtype else ''}",
     ]
     lines = header + report(seconds, result.duration, timers, steps, windows)
     print("\n".join(lines))

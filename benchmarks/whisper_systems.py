@@ -17,8 +17,8 @@ SCRIBA_MODES = {
     "float32": {"dtype": "float32"},  # the exact mode
     "bfloat16": {"dtype": "bfloat16"},
     "int8": {"quantization": "int8"},
-    # the default with the KV cache in float32 (SDPA), not bfloat16 (the numba kernel)
-    "float32-KV": {"kv_cache_dtype": "float32"},
+    # the default with the KV cache in bfloat16 (the numba kernel), not float32 (SDPA)
+    "bfloat16-KV": {"kv_cache_dtype": "bfloat16"},
 }
 
 

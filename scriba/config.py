@@ -43,9 +43,9 @@ class EngineConfig:
     # None: weights in `dtype`. "int8": int8 weights and dynamic int8 activations in every Linear
     # layer and the logits (CPU, float32 activations); see models/quantize.py.
     quantization: str | None = None
-    # The KV cache's dtype. "auto": the compute dtype, except bfloat16 in the int8 mode (decode
-    # attention then reads half the bytes, through kernels/cpu_paged_attention.py). Otherwise the
-    # compute dtype, or bfloat16 under float32 on the CPU.
+    # The KV cache's dtype. "auto": the compute dtype. "bfloat16" under float32 on the CPU: decode
+    # attention reads half the bytes, through kernels/cpu_paged_attention.py (1.05-1.31x faster
+    # with int8; not the default: it cost the multilingual base one word too many in Spanish).
     kv_cache_dtype: str = "auto"
     # CPU threads for torch's intra-op pool. None: one per physical core this process may use,
     # within its container's CPU quota (engine/threads.py), unless OMP_NUM_THREADS is set.
@@ -128,12 +128,9 @@ class EngineConfig:
 
     @property
     def torch_kv_cache_dtype(self):
-        """Read after the engine knows the model: an int8 checkpoint sets `quantization`."""
         import torch
 
-        if self.kv_cache_dtype == "auto":
-            return torch.bfloat16 if self.quantization == "int8" else self.torch_dtype
-        return getattr(torch, self.kv_cache_dtype)
+        return self.torch_dtype if self.kv_cache_dtype == "auto" else getattr(torch, self.kv_cache_dtype)
 
 
 def _check_positive(name: str, value: int) -> None:

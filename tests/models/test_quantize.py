@@ -56,11 +56,11 @@ def test_int8_bart_converts_every_linear_and_stays_close(request, fixture):
     agreement = sum(x == y for s, t in zip(a, b) for x, y in zip(s, t)) / sum(map(len, a))
     print(f"{fixture}: int8 greedy tokens equal to float32 at {agreement:.2%} of positions")
     assert agreement > 0.3 and all(len(t) == 12 for t in b)
-    # The int8 mode's KV cache is bfloat16, read by the numba kernel; asked for, float32 and SDPA
-    assert int8.runner.kv_caches[0].dtype == torch.bfloat16 and not int8.runner.backend.plans_context_reads
-    f32 = Engine(path, device="cpu", quantization="int8", kv_cache_dtype="float32", num_kv_blocks=200)
-    assert f32.runner.kv_caches[0].dtype == torch.float32 and f32.runner.backend.plans_context_reads
-    c = [o.outputs[0].token_ids for o in f32.generate(prompts, params)]
+    # The int8 mode's KV cache is float32 (SDPA); asked for, bfloat16, read by the numba kernel
+    assert int8.runner.kv_caches[0].dtype == torch.float32 and int8.runner.backend.plans_context_reads
+    bf16 = Engine(path, device="cpu", quantization="int8", kv_cache_dtype="bfloat16", num_kv_blocks=200)
+    assert bf16.runner.kv_caches[0].dtype == torch.bfloat16 and not bf16.runner.backend.plans_context_reads
+    c = [o.outputs[0].token_ids for o in bf16.generate(prompts, params)]
     same = sum(x == y for s, t in zip(b, c) for x, y in zip(s, t)) / sum(map(len, b))
     print(f"{fixture}: int8 tokens with a bfloat16 KV cache equal to a float32 one at {same:.2%}")
     assert same > 0.8
