@@ -9,7 +9,8 @@
     scriba batch INPUTS... --output OUT.jsonl|OUT.parquet [--workers N] [--ray-address ADDR]
     scriba generate MODEL [TEXT ...] [--max-tokens N] [--temperature T] [--seed S] [--json]
 
-Commands that run a model take --device, --dtype, --quantization int8 and --threads.
+Commands that run a model take --device, --dtype, --quantization int8, --kv-cache-dtype and
+--threads.
 Errors print one line on stderr and exit 1; bad usage exits 2 (argparse).
 """
 

@@ -126,15 +126,24 @@ def test_summarize_a_transcript_json_with_sections(tiny_bart, tmp_path):
 
 
 def test_transcribe_in_the_cpu_modes():
-    """--quantization int8 and --dtype bfloat16, with --threads, give jfk's words."""
+    """--quantization int8 and --dtype bfloat16, with --threads, and the int8 default with a
+    bfloat16 KV cache give jfk's words; a KV cache dtype that does not fit is one line."""
     from oracle import JFK_WORDS, words
 
-    for options in (["--quantization", "int8", "--threads", "1"], ["--dtype", "bfloat16"]):
+    modes = (
+        ["--quantization", "int8", "--threads", "1"],
+        ["--dtype", "bfloat16"],
+        ["--kv-cache-dtype", "bfloat16"],
+    )
+    for options in modes:
         result = scriba("transcribe", JFK, "--device", "cpu", *options)
         assert result.returncode == 0, result.stderr
         assert words(result.stdout) == JFK_WORDS
     bad = scriba("transcribe", JFK, "--threads", "0")
     assert bad.returncode == 1 and "num_threads must be a positive integer" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+    bad = scriba("transcribe", JFK, "--device", "cpu", "--dtype", "float16", "--kv-cache-dtype", "bfloat16")
+    assert bad.returncode == 1 and "the cache is in the compute dtype" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
 
 
