@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+DTYPES = ["auto", "float32", "float16", "bfloat16"]
 QUANT_HELP = (
     "int8: int8 weights and activations in the Linear layers (CPU only; transcription's default "
     "there unless --dtype is given; README: CPU modes)"
@@ -16,7 +17,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dtype",
         default="auto",
-        choices=["auto", "float32", "float16", "bfloat16"],
+        choices=DTYPES,
         help="compute dtype (auto: float16 on a GPU; on the CPU float32, and int8 Linear layers "
         "for transcription; float32: the exact mode)",
     )
@@ -24,7 +25,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kv-cache-dtype",
         default="auto",
-        choices=["auto", "float32", "float16", "bfloat16"],
+        choices=DTYPES,
         help="KV cache dtype (auto: the compute dtype; bfloat16 on the CPU: faster decoding, "
         "a few words' cost; README: CPU modes)",
     )

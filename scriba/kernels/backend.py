@@ -1,8 +1,8 @@
 """Attention backends: the set of ops the Attention layer calls.
 
 - "torch": plain torch ops; runs anywhere; the CPU path and the oracle of the others. With a
-  bfloat16 KV cache under float32 compute (the CPU int8 mode) its decode attention is the numba
-  kernel of cpu_paged_attention.py.
+  bfloat16 KV cache under float32 compute (`kv_cache_dtype="bfloat16"`, with int8 too) its decode
+  attention is the numba kernel of cpu_paged_attention.py.
 - "triton": the Triton KV-cache write and paged decode kernels, torch prefill. Runs on CUDA,
   or on the CPU under TRITON_INTERPRET=1 (how CI tests the kernels inside the engine).
 - "cuda": flash varlen prefill (flash-attn, else PyTorch's built-in flash kernel) plus the
