@@ -5,6 +5,7 @@ tail, the next window of a sequential file) into the same running batch."""
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
@@ -45,6 +46,12 @@ class Window:
     @property
     def seconds(self) -> float:
         return len(self.samples) / SAMPLE_RATE
+
+
+def window_seed(w: Window, temperature: float) -> int:
+    """The seed of a window's sampled retry: from its audio and temperature, so the same file
+    gives the same text whatever else shares the batch and whatever ran before it."""
+    return zlib.crc32(np.float32(temperature).tobytes(), zlib.crc32(np.ascontiguousarray(w.samples)))
 
 
 class WindowDecoder:
@@ -170,6 +177,7 @@ class WindowDecoder:
             max_tokens=MAX_WINDOW_TOKENS + control,
             logprobs=0,
             cross_attention_heads=self.heads,
+            seed=window_seed(w, temperature) if temperature > 0 else None,
         )
 
     def _result(self, out, temperature: float, num_samples: int) -> WindowResult:

@@ -104,6 +104,20 @@ def test_a_list_is_decoded_together_and_matches_single_calls(jfk):
     assert both[1].duration == pytest.approx(5.0)
 
 
+def test_a_sampled_retry_gives_the_same_text_whatever_shares_its_batch(jfk):
+    """jfk twice in one window fails the compression-ratio guard at every temperature, so its
+    text is a draw at 1.0: seeded from the window, it is the same alone, beside another file,
+    and after other draws from the engine."""
+    twice = (np.concatenate([jfk, jfk[: 16000 * 3], jfk]), 16000)
+    alone = scriba.transcribe(twice)
+    assert {s.temperature for s in alone.segments} == {1.0}
+    beside = scriba.transcribe([JFK, twice, (jfk[: 16000 * 5] * 0.5, 16000)])[1]
+    scriba.transcribe(twice, temperature=0.7, vad_filter=False)  # other draws in between
+    again = scriba.transcribe(twice)
+    assert [s.text for s in beside.segments] == [s.text for s in alone.segments]
+    assert [s.text for s in again.segments] == [s.text for s in alone.segments]
+
+
 def test_writers_produce_valid_srt_vtt_json(tmp_path):
     result = scriba.transcribe(JFK)
     as_json = format_transcript(result, "json")

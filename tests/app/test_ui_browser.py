@@ -126,6 +126,8 @@ def test_transcribe_an_upload(page, shoot):
     page.wait_for_timeout(1500)  # the audio component loads the file
     page.click("#transcribe-button")
     wait_for_text(page, "#transcript textarea", "fellow americans")
+    # The transcript grows as segments arrive; the downloads come with the whole result.
+    page.wait_for_selector("#downloads a[href$='.json']", timeout=120_000)
     text = page.locator("#transcript textarea").input_value().lower()
     assert "your country" in text and "do for you" in text
     assert page.locator("#language-line textarea, #language-line input").input_value() == (
