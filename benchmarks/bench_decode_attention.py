@@ -1,14 +1,14 @@
-"""Decode attention on this CPU at Whisper's cross-attention size: the torch path over a float32
-cache against the numba kernel over a bfloat16 one.
+"""Decode attention on this CPU at Whisper's cross-attention size: the torch path against the
+numba kernel, over a float32 and a bfloat16 cache.
 
     python benchmarks/bench_decode_attention.py [--seqs 17] [--heads 6] [--out FILE]
 
 Each of 4 layers has its own cache (as in a decode step: what one layer read is out of the CPU's
 caches when it is read again), holding `seqs` contexts of 1,500 positions as cross-attention's
-runs of blocks. Prints the milliseconds per layer of: SDPA on the float32 cache (the float32 mode's
-path, `paged_decode_attention_ref`), the numba kernel on the bfloat16 cache (the int8 mode's,
-`paged_decode_attention_bf16`), and a plain sum over the float32 K and V (what reading them costs),
-with the rate each reads the float32 bytes at.
+runs of blocks. Prints the milliseconds per layer of: SDPA on the float32 cache (the torch path,
+`paged_decode_attention_ref`), the numba kernel (`paged_decode_attention_cpu`) on the float32 and
+on the bfloat16 cache, and a plain sum over the float32 K and V (what reading them costs), with
+the rate each reads the float32 bytes at.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 import torch
 from results_file import save_lines
 
-from scriba.kernels.cpu_paged_attention import paged_decode_attention_bf16
+from scriba.kernels.cpu_paged_attention import paged_decode_attention_cpu
 from scriba.kernels.kv_cache import new_kv_cache
 from scriba.kernels.paged_attention import group_context_reads, paged_decode_attention_ref
 
@@ -57,8 +57,9 @@ def main(argv=None) -> int:
         "SDPA, float32 cache (torch path)": per_layer_ms(
             lambda c: paged_decode_attention_ref(q, c, tables, lens, scale, reads), f32
         ),
+        "numba, float32 cache": per_layer_ms(lambda c: paged_decode_attention_cpu(q, c, tables, lens, scale), f32),
         "numba, bfloat16 cache": per_layer_ms(
-            lambda c: paged_decode_attention_bf16(q, c, tables, lens, scale), bf16
+            lambda c: paged_decode_attention_cpu(q, c, tables, lens, scale), bf16
         ),
         "sum of float32 K and V (a read)": per_layer_ms(lambda c: c[:, : seqs * blocks].sum(), f32),
     }

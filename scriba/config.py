@@ -7,7 +7,7 @@ from dataclasses import dataclass
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
 _KV_CACHE_DTYPES = _DTYPES
 _PREEMPTION_MODES = ("recompute", "swap")
-_BACKENDS = ("auto", "torch", "triton", "cuda")
+_BACKENDS = ("auto", "torch", "numba", "triton", "cuda")
 _QUANTIZATIONS = ("int8",)  # as scriba.models.quantize.QUANTIZATIONS (config imports no torch)
 
 
@@ -38,7 +38,9 @@ class EngineConfig:
     max_num_seqs: int | None = None  # decoder sequences per step: 256 on a GPU, 64 on the CPU
     max_num_batched_tokens: int = 16384
     preemption_mode: str = "recompute"
-    attention_backend: str = "auto"  # "torch" anywhere; "cuda" (flash prefill + Triton) or "triton" on a GPU
+    # "torch" anywhere; "numba" (its decode attention) on the CPU in float32; "cuda" (flash
+    # prefill + Triton) or "triton" on a GPU. "auto": "cuda" on a GPU, "numba" on a float32 CPU.
+    attention_backend: str = "auto"
     cuda_graphs: bool = True  # on a GPU, replay decode steps from CUDA graphs (needs a Triton backend)
     # None: weights in `dtype`. "int8": int8 weights and dynamic int8 activations in every Linear
     # layer and the logits (CPU, float32 activations); see models/quantize.py.

@@ -1,19 +1,19 @@
 """Attention backends: the set of ops the Attention layer calls.
 
-- "torch": plain torch ops; runs anywhere; the CPU path and the oracle of the others. With a
-  bfloat16 KV cache under float32 compute (`kv_cache_dtype="bfloat16"`, with int8 too) its decode
-  attention is the numba kernel of cpu_paged_attention.py.
+- "torch": plain torch ops; runs anywhere; the oracle of the others.
+- "numba": the torch path with decode attention in the numba kernel of cpu_paged_attention.py
+  (float32 compute on the CPU, over a float32 or a bfloat16 cache); what "auto" picks there.
 - "triton": the Triton KV-cache write and paged decode kernels, torch prefill. Runs on CUDA,
   or on the CPU under TRITON_INTERPRET=1 (how CI tests the kernels inside the engine).
 - "cuda": flash varlen prefill (flash-attn, else PyTorch's built-in flash kernel) plus the
-  Triton kernels; what "auto" picks on a GPU.
+  Triton kernels; what "auto" picks on a GPU. Elsewhere "auto" is "torch".
 """
 
 from __future__ import annotations
 
 import torch
 
-from scriba.kernels.cpu_paged_attention import paged_decode_attention_bf16
+from scriba.kernels.cpu_paged_attention import paged_decode_attention_cpu
 from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
 from scriba.kernels.triton_support import HAS_TRITON, require_triton
@@ -32,15 +32,16 @@ class TorchBackend:
     paged_decode_attention = staticmethod(paged_decode_attention_ref)
 
 
-class TorchBf16CacheBackend(TorchBackend):
-    """The torch path over a bfloat16 cache with float32 queries: the numba kernel reads the
-    block tables in place, so there are no reads to plan."""
+class NumbaBackend(TorchBackend):
+    """The torch path, with decode attention in the numba kernel: it reads the block tables in
+    place, so there are no reads to plan."""
 
+    name = "numba"
     plans_context_reads = False
 
     @staticmethod
     def paged_decode_attention(q, kv_cache, block_tables, seq_lens, scale, reads=None):
-        return paged_decode_attention_bf16(q, kv_cache, block_tables, seq_lens, scale)
+        return paged_decode_attention_cpu(q, kv_cache, block_tables, seq_lens, scale)
 
 
 class TritonBackend(TorchBackend):
@@ -61,7 +62,7 @@ class CudaBackend(TritonBackend):
     varlen_attention = staticmethod(varlen_attention_flash)
 
 
-BACKENDS = {b.name: b for b in (TorchBackend, TritonBackend, CudaBackend)}
+BACKENDS = {b.name: b for b in (TorchBackend, NumbaBackend, TritonBackend, CudaBackend)}
 
 
 def get_backend(
@@ -70,8 +71,9 @@ def get_backend(
     dtype: torch.dtype = torch.float32,
     kv_cache_dtype: torch.dtype | None = None,
 ) -> TorchBackend:
-    """ "auto" picks "cuda" on a GPU with Triton installed, else "torch". A KV cache in another
-    dtype than the compute `dtype` is the torch path's bfloat16 under float32 only."""
+    """ "auto": "cuda" on a GPU with Triton installed, "numba" on the CPU in float32, else
+    "torch". A KV cache in another dtype than the compute `dtype` is bfloat16 under float32 on
+    the CPU only, read by "numba"."""
     device = torch.device(device)
     kv_cache_dtype = kv_cache_dtype or dtype
     if kv_cache_dtype != dtype:
@@ -80,15 +82,23 @@ def get_backend(
                 f"a {kv_cache_dtype} KV cache under {dtype} compute runs only on the CPU "
                 "(bfloat16 under float32)"
             )
-        if name not in ("auto", "torch"):
+        if name not in ("auto", "numba"):
             raise ValueError(f"the {name!r} attention backend reads the cache in the compute dtype")
-        return TorchBf16CacheBackend()
+        return NumbaBackend()
     if name == "auto":
-        name = "cuda" if device.type == "cuda" and HAS_TRITON else "torch"
+        name = auto_backend(device, dtype)
     if name not in BACKENDS:
         raise ValueError(f"unknown attention backend {name!r}; available: {sorted(BACKENDS)}")
     if name == "cuda" and device.type != "cuda":
         raise ValueError(f"the 'cuda' attention backend needs a CUDA device, not {device.type!r}")
-    if name != "torch":
+    if name == "numba" and (device.type, dtype) != ("cpu", torch.float32):
+        raise ValueError(f"the 'numba' attention backend runs on the CPU in float32, not {device.type} {dtype}")
+    if name in ("triton", "cuda"):
         require_triton(device)
     return BACKENDS[name]()
+
+
+def auto_backend(device: torch.device, dtype: torch.dtype) -> str:
+    if device.type == "cuda":
+        return "cuda" if HAS_TRITON else "torch"
+    return "numba" if device.type == "cpu" and dtype == torch.float32 else "torch"

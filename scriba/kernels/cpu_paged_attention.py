@@ -25,6 +25,9 @@ import threading
 import numba
 import numpy as np
 import torch
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from scriba.kernels.paged_attention import check_paged_args
 
@@ -71,22 +74,33 @@ def _softmax_weights(scores, n):
     return total
 
 
+@intrinsic
+def _as_float32(typingctx, x):
+    """A cache element as a float32: a float32 as it is; a bfloat16 (its bits, a uint16) is the
+    top half of a float32, widened by shifting its bits up 16 (vectorizes with the loop)."""
+    if x == types.float32:
+        return types.float32(x), lambda context, builder, sig, args: args[0]
+    if x == types.uint16:
+
+        def widen(context, builder, sig, args):
+            i32 = ir.IntType(32)
+            bits = builder.shl(builder.zext(args[0], i32), ir.Constant(i32, 16))
+            return builder.bitcast(bits, ir.FloatType())
+
+        return types.float32(x), widen
+    return None
+
+
 @numba.njit(fastmath=True, inline="always")
 def _scores(query, k, table, n, block_size, scores):
     """scores[:n] = query . keys, the keys read block by block through `table`."""
     dim = query.shape[0]
-    bits = np.empty((block_size, dim), np.uint32)
-    keys = bits.view(np.float32)
     for b in range((n + block_size - 1) // block_size):
         block = k[table[b] * block_size :]
-        used = min(block_size, n - b * block_size)
-        for j in range(used):
-            for d in range(dim):
-                bits[j, d] = np.uint32(block[j, d]) << 16
-        for j in range(used):
+        for j in range(min(block_size, n - b * block_size)):
             acc = np.float32(0.0)
             for d in range(dim):
-                acc += query[d] * keys[j, d]
+                acc += query[d] * _as_float32(block[j, d])
             scores[b * block_size + j] = acc
 
 
@@ -94,22 +108,18 @@ def _scores(query, k, table, n, block_size, scores):
 def _weighted_values(weights, v, table, n, block_size, acc):
     """acc += sum_t weights[t] * value t, the values read block by block through `table`."""
     dim = acc.shape[0]
-    bits = np.empty(dim, np.uint32)
-    value = bits.view(np.float32)
     for b in range((n + block_size - 1) // block_size):
         block = v[table[b] * block_size :]
         for j in range(min(block_size, n - b * block_size)):
             w = weights[b * block_size + j]
             for d in range(dim):
-                bits[d] = np.uint32(block[j, d]) << 16
-            for d in range(dim):
-                acc[d] += w * value[d]
+                acc[d] += w * _as_float32(block[j, d])
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
 def _attention_kernel(q, k, v, tables, lengths, block_size, scale, out):
-    """q [R, H, D] float32; k, v [H, slots, D] bfloat16 bits (uint16); tables [R, blocks] int32;
-    lengths [R] int32; out [R, H, D] float32, written."""
+    """q [R, H, D] float32; k, v [H, slots, D] float32, or bfloat16 as its bits (uint16);
+    tables [R, blocks] int32; lengths [R] int32; out [R, H, D] float32, written."""
     rows, heads, dim = q.shape
     for task in numba.prange(rows * heads):
         r, h = task // heads, task % heads
@@ -123,20 +133,22 @@ def _attention_kernel(q, k, v, tables, lengths, block_size, scale, out):
             out[r, h, d] = acc[d] / total
 
 
-def paged_decode_attention_bf16(
+def paged_decode_attention_cpu(
     q: torch.Tensor,  # [seqs, heads, head_dim] float32
-    kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim] bfloat16, either memory order
+    kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim] float32 or bfloat16, either order
     block_tables: torch.Tensor,  # [seqs, max_blocks] int
     seq_lens: torch.Tensor,  # [seqs] int, >= 1
     scale: float,
 ) -> torch.Tensor:  # [seqs, heads, head_dim] float32
-    """What `paged_decode_attention_ref` computes, over a bfloat16 cache, in float32."""
+    """What `paged_decode_attention_ref` computes, over a float32 or bfloat16 cache, in float32."""
     check_paged_args(q, kv_cache, block_tables, seq_lens)
-    if kv_cache.dtype != torch.bfloat16 or q.dtype != torch.float32 or q.device.type != "cpu":
-        raise ValueError(f"needs a CPU bfloat16 cache and float32 q, got {kv_cache.dtype} and {q.dtype}")
+    if kv_cache.dtype not in CACHE_DTYPES or q.dtype != torch.float32 or q.device.type != "cpu":
+        raise ValueError(
+            f"needs a CPU float32 or bfloat16 cache and float32 q, got {kv_cache.dtype} and {q.dtype}"
+        )
     block_size = kv_cache.shape[2]
     # [2, heads, slots, head_dim]: a view for both memory orders (new_kv_cache)
-    bits = kv_cache.view(torch.uint16).permute(0, 3, 1, 2, 4).flatten(2, 3).numpy()
+    cache = kv_cache.view(CACHE_DTYPES[kv_cache.dtype]).permute(0, 3, 1, 2, 4).flatten(2, 3).numpy()
     lengths = seq_lens.to(torch.int32).numpy()
     tables = block_tables.to(torch.int32).contiguous().numpy()
     out = torch.empty(q.shape)
@@ -145,8 +157,11 @@ def paged_decode_attention_bf16(
     with _launches:
         _use_torch_threads()
         args = (tables, lengths, block_size, np.float32(scale), out.numpy())
-        _attention_kernel(q.contiguous().numpy(), bits[0], bits[1], *args)
+        _attention_kernel(q.contiguous().numpy(), cache[0], cache[1], *args)
     return out
+
+
+CACHE_DTYPES = {torch.float32: torch.float32, torch.bfloat16: torch.uint16}  # -> what numba reads
 
 
 _launches = threading.Lock()

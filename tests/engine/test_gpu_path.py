@@ -74,7 +74,11 @@ def test_profile_step_runs_and_leaves_the_cache_alone(tiny_bart, tiny_whispers, 
 
 
 def test_backend_choice():
-    assert get_backend("auto", "cpu").name == "torch"
+    assert get_backend("auto", "cpu").name == "numba"  # float32 on the CPU: its decode attention
+    assert get_backend("auto", "cpu", torch.bfloat16).name == "torch"
+    assert get_backend("torch", "cpu").plans_context_reads
+    with pytest.raises(ValueError, match="runs on the CPU in float32, not cpu torch.float16"):
+        get_backend("numba", "cpu", torch.float16)
     if DEVICE == "cpu":
         assert get_backend("triton", "cpu").name == "triton"  # under TRITON_INTERPRET=1
     else:  # compiled kernels: CPU tensors are refused

@@ -1,5 +1,5 @@
-"""The numba decode attention over a bfloat16 cache (kernels/cpu_paged_attention.py) against a
-dense float64 reference on the same bfloat16 values, and against the torch path."""
+"""The numba decode attention over a float32 or bfloat16 cache (kernels/cpu_paged_attention.py)
+against a dense float64 reference on the same cached values, and against the torch path."""
 
 import math
 import random
@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scriba.kernels.cpu_paged_attention import paged_decode_attention_bf16
+from scriba.kernels.cpu_paged_attention import paged_decode_attention_cpu
 from scriba.kernels.kv_cache import new_kv_cache, write_kv_cache_ref
 from scriba.kernels.paged_attention import paged_decode_attention_ref
 
@@ -20,13 +20,16 @@ def dense_attention(q, k, v, scale):
     return torch.einsum("ht,thd->hd", scores.softmax(-1), v.double())
 
 
-def paged_contexts(rng, lengths, block_size, heads, dim, head_major, shared):
-    """A bfloat16 cache, NaN wherever nothing was written (a read past a length poisons the
+CACHE_DTYPES = [torch.float32, torch.bfloat16]
+
+
+def paged_contexts(rng, lengths, block_size, heads, dim, head_major, shared, dtype=torch.bfloat16):
+    """A cache in `dtype`, NaN wherever nothing was written (a read past a length poisons the
     output), holding each context in shuffled blocks; rows in `shared` reuse row 0's table
     (beams). Returns cache, padded tables [rows, width], and each row's K/V in float32."""
     tables, dense = [], []
     num_blocks = sum(-(-n // block_size) for n in lengths) + 3
-    cache = new_kv_cache(num_blocks, block_size, heads, dim, head_major, dtype=torch.bfloat16)
+    cache = new_kv_cache(num_blocks, block_size, heads, dim, head_major, dtype=dtype)
     cache.fill_(float("nan"))
     free = list(range(num_blocks))
     rng.shuffle(free)
@@ -38,7 +41,7 @@ def paged_contexts(rng, lengths, block_size, heads, dim, head_major, shared):
         kv = torch.randn(2, n, heads, dim) * 3
         slots = torch.tensor([table[p // block_size] * block_size + p % block_size for p in range(n)])
         write_kv_cache_ref(kv[0], kv[1], cache, slots)
-        tables.append(table), dense.append(kv.to(torch.bfloat16).float())
+        tables.append(table), dense.append(kv.to(dtype).float())
     width = max(map(len, tables))
     padded = torch.tensor([t + [t[0]] * (width - len(t)) for t in tables], dtype=torch.int32)
     return cache, padded, dense
@@ -51,48 +54,50 @@ def paged_contexts(rng, lengths, block_size, heads, dim, head_major, shared):
     heads=st.integers(1, 6),
     dim=st.sampled_from([8, 16, 64]),
     head_major=st.booleans(),
+    dtype=st.sampled_from(CACHE_DTYPES),
 )
-def test_bf16_kernel_matches_dense_reference(seed, block_size, heads, dim, head_major):
+def test_kernel_matches_dense_reference(seed, block_size, heads, dim, head_major, dtype):
     rng = random.Random(seed)
     torch.manual_seed(seed)
     choices = [1, 2, block_size, block_size + 1, rng.randint(1, 300)]
     lengths = [rng.choice(choices) for _ in range(rng.randint(1, 7))]
     shared = {i for i in range(1, len(lengths)) if rng.random() < 0.3}
     lengths = [lengths[0] if i in shared else n for i, n in enumerate(lengths)]
-    cache, tables, dense = paged_contexts(rng, lengths, block_size, heads, dim, head_major, shared)
+    cache, tables, dense = paged_contexts(rng, lengths, block_size, heads, dim, head_major, shared, dtype)
     q = torch.randn(len(lengths), heads, dim)
     scale = 1 / math.sqrt(dim)
-    out = paged_decode_attention_bf16(q, cache, tables, torch.tensor(lengths, dtype=torch.int32), scale)
+    out = paged_decode_attention_cpu(q, cache, tables, torch.tensor(lengths, dtype=torch.int32), scale)
     assert out.dtype == torch.float32 and out.shape == q.shape
     for i, kv in enumerate(dense):
         ref = dense_attention(q[i], kv[0], kv[1], scale).float()
         torch.testing.assert_close(out[i], ref, atol=2e-5, rtol=2e-5)
 
 
-def test_bf16_kernel_equals_the_torch_path_on_whisper_sized_cross_contexts():
+@pytest.mark.parametrize("dtype", CACHE_DTYPES)
+def test_kernel_equals_the_torch_path_on_whisper_sized_cross_contexts(dtype):
     """17 contexts of 1,500 positions in runs of consecutive blocks, as cross-attention's: the
     torch path (SDPA over the same values in float32) gives the same output."""
     torch.manual_seed(0)
     rows, heads, dim, bs, n = 17, 6, 64, 16, 1500
     blocks = -(-n // bs)
-    cache = new_kv_cache(rows * blocks, bs, heads, dim, head_major=True, dtype=torch.bfloat16)
+    cache = new_kv_cache(rows * blocks, bs, heads, dim, head_major=True, dtype=dtype)
     cache.normal_()
     tables = torch.arange(rows * blocks, dtype=torch.int32).view(rows, blocks)
     lens = torch.full((rows,), n, dtype=torch.int32)
     q = torch.randn(rows, heads, dim)
     ref = paged_decode_attention_ref(q, cache.float(), tables, lens, dim**-0.5)
-    out = paged_decode_attention_bf16(q, cache, tables, lens, dim**-0.5)
+    out = paged_decode_attention_cpu(q, cache, tables, lens, dim**-0.5)
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
 
 
-def test_bf16_kernel_refuses_other_dtypes():
+def test_kernel_refuses_other_dtypes():
     q = torch.randn(2, 2, 8)
     tables, lens = torch.zeros(2, 1, dtype=torch.int32), torch.ones(2, dtype=torch.int32)
-    with pytest.raises(ValueError, match="bfloat16 cache and float32 q"):
-        paged_decode_attention_bf16(q, new_kv_cache(2, 4, 2, 8), tables, lens, 1.0)
+    with pytest.raises(ValueError, match="float32 or bfloat16 cache and float32 q"):
+        paged_decode_attention_cpu(q, new_kv_cache(2, 4, 2, 8, dtype=torch.float16), tables, lens, 1.0)
     cache = new_kv_cache(2, 4, 2, 8, dtype=torch.bfloat16)
-    with pytest.raises(ValueError, match="bfloat16 cache and float32 q"):
-        paged_decode_attention_bf16(q.bfloat16(), cache, tables, lens, 1.0)
+    with pytest.raises(ValueError, match="float32 or bfloat16 cache and float32 q"):
+        paged_decode_attention_cpu(q.bfloat16(), cache, tables, lens, 1.0)
 
 
 def test_writes_to_a_bf16_cache_are_rounded_to_nearest():
@@ -103,17 +108,18 @@ def test_writes_to_a_bf16_cache_are_rounded_to_nearest():
     assert (cache[0, 1, 1].float() - k[0]).abs().max() <= k[0].abs().max() * 2**-8
 
 
-def test_bf16_kernel_keeps_a_peaked_softmax():
+@pytest.mark.parametrize("dtype", CACHE_DTYPES)
+def test_kernel_keeps_a_peaked_softmax(dtype):
     """Scores hundreds apart (weights below float32's range but one): the output is the top
     position's value, as in float64, and a flat softmax gives the plain mean."""
     torch.manual_seed(1)
     heads, dim, n = 2, 16, 40
-    cache, tables, dense = paged_contexts(random.Random(1), [n], 16, heads, dim, True, set())
+    cache, tables, dense = paged_contexts(random.Random(1), [n], 16, heads, dim, True, set(), dtype)
     k, v = dense[0]
     top = 7
     q = (k[top] * 1000)[None]  # [1, heads, dim]: position 7 scores ~1000x its squared norm
     lens = torch.tensor([n], dtype=torch.int32)
-    out = paged_decode_attention_bf16(q, cache, tables, lens, 1.0)
+    out = paged_decode_attention_cpu(q, cache, tables, lens, 1.0)
     torch.testing.assert_close(out[0], dense_attention(q[0], k, v, 1.0).float(), atol=1e-5, rtol=1e-5)
-    flat = paged_decode_attention_bf16(torch.zeros(1, heads, dim), cache, tables, lens, 1.0)
+    flat = paged_decode_attention_cpu(torch.zeros(1, heads, dim), cache, tables, lens, 1.0)
     torch.testing.assert_close(flat[0], v.mean(0), atol=1e-5, rtol=1e-5)
