@@ -57,7 +57,9 @@ def main(argv=None) -> int:
         "SDPA, float32 cache (torch path)": per_layer_ms(
             lambda c: paged_decode_attention_ref(q, c, tables, lens, scale, reads), f32
         ),
-        "numba, float32 cache": per_layer_ms(lambda c: paged_decode_attention_cpu(q, c, tables, lens, scale), f32),
+        "numba, float32 cache": per_layer_ms(
+            lambda c: paged_decode_attention_cpu(q, c, tables, lens, scale), f32
+        ),
         "numba, bfloat16 cache": per_layer_ms(
             lambda c: paged_decode_attention_cpu(q, c, tables, lens, scale), bf16
         ),

@@ -92,7 +92,9 @@ def get_backend(
     if name == "cuda" and device.type != "cuda":
         raise ValueError(f"the 'cuda' attention backend needs a CUDA device, not {device.type!r}")
     if name == "numba" and (device.type, dtype) != ("cpu", torch.float32):
-        raise ValueError(f"the 'numba' attention backend runs on the CPU in float32, not {device.type} {dtype}")
+        raise ValueError(
+            f"the 'numba' attention backend runs on the CPU in float32, not {device.type} {dtype}"
+        )
     if name in ("triton", "cuda"):
         require_triton(device)
     return BACKENDS[name]()
