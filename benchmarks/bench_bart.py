@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import tempfile
 import time
 
 import torch
+from machine import cpu_name
 from transformers import BartConfig, BartForConditionalGeneration
 
 from scriba import Engine, SamplingParams
@@ -70,14 +70,6 @@ def hf_generate(model, prompts: list[list[int]], new_tokens: int) -> list[list[i
         forced_eos_token_id=None,
     )
     return out[:, 2:].tolist()
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
 
 
 def timed(fn):

@@ -17,7 +17,8 @@ import os
 import tempfile
 
 import torch
-from bench_bart import BART_BASE, cpu_name, make_prompts, pad_batch, timed
+from bench_bart import BART_BASE, make_prompts, pad_batch, timed
+from machine import cpu_name
 from transformers import BartConfig, BartForConditionalGeneration
 
 from scriba import Engine, SamplingParams

@@ -18,6 +18,7 @@ import sys
 import time
 
 import torch
+from machine import cpu_name
 from results_file import save_lines
 
 from scriba.kernels.cpu_paged_attention import paged_decode_attention_cpu
@@ -67,8 +68,8 @@ def main(argv=None) -> int:
     }
     lines = [
         f"# python benchmarks/bench_decode_attention.py {' '.join(argv or sys.argv[1:])}".rstrip(),
-        f"# torch {torch.__version__}, {torch.get_num_threads()} threads; {seqs} contexts of {POSITIONS} "
-        f"positions, {heads} heads of {DIM}, {LAYERS} layers in turn",
+        f"# {cpu_name()}; torch {torch.__version__}, {torch.get_num_threads()} threads",
+        f"# {seqs} contexts of {POSITIONS} positions, {heads} heads of {DIM}, {LAYERS} layers in turn",
     ]
     for name, ms in rows.items():
         lines.append(f"  {name:<36} {ms:6.2f} ms a layer  ({gigabytes / ms * 1e3:5.1f} GB/s of float32)")

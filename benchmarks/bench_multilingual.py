@@ -24,6 +24,7 @@ import sys
 import time
 
 import torch
+from machine import cpu_name
 from wer import CHARACTER_LANGUAGES, error_rate, load_manifest, multilingual_units
 
 import scriba
@@ -136,7 +137,7 @@ def main(argv=None) -> None:
     parser.add_argument("--out", default=None, help="write the per-language figures (TSV) here")
     args = parser.parse_args(argv)
     clips = load_clips(args.data, args.english)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {len(clips)} clips")
+    print(f"{cpu_name()}; torch {torch.__version__}, {torch.get_num_threads()} threads; {len(clips)} clips")
     rows = []
     for name, run in systems().items():
         rows += measure(name, run, clips)

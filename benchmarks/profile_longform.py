@@ -24,6 +24,7 @@ import sys
 import time
 
 import torch
+from machine import cpu_name
 
 import scriba
 from scriba.app import file_transcription, window_decoder
@@ -181,7 +182,8 @@ def main(argv=None) -> int:
     seconds = time.perf_counter() - start
     header = [
         f"# python benchmarks/profile_longform.py {' '.join(argv or sys.argv[1:])}".rstrip(),
-        f"# torch {torch.__version__}, {torch.get_num_threads()} threads; {os.path.basename(args.file)}, "
+        f"# {cpu_name()}; torch {torch.__version__}, {torch.get_num_threads()} threads",
+        f"# {os.path.basename(args.file)}, "
         f"model {args.model or 'tiny.en'}, {config.get('quantization') or config.get('dtype')}"
         f"{', KV cache ' + args.kv_cache_dtype if args.kv_cache_dtype else ''}",
     ]

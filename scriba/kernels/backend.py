@@ -6,7 +6,7 @@
 - "triton": the Triton KV-cache write and paged decode kernels, torch prefill. Runs on CUDA,
   or on the CPU under TRITON_INTERPRET=1 (how CI tests the kernels inside the engine).
 - "cuda": flash varlen prefill (flash-attn, else PyTorch's built-in flash kernel) plus the
-  Triton kernels; what "auto" picks on a GPU. Elsewhere "auto" is "torch".
+  Triton kernels; what "auto" picks on a GPU. Elsewhere (the CPU in another dtype): "torch".
 """
 
 from __future__ import annotations
