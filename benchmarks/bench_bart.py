@@ -118,7 +118,7 @@ def main() -> None:
     print(
         f"machine: {cpu_name()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, torch {torch.__version__}"
     )
-    print(f"model: random bart-base shape (d_model 768, 6+6 layers), float32, CPU")
+    print("model: random bart-base shape (d_model 768, 6+6 layers), float32, CPU")
     print(
         f"requests: {args.num_requests}, encoder lengths {min(lengths)}..{max(lengths)} (mean {sum(lengths) / len(lengths):.0f}), {args.new_tokens} new tokens each"
     )
