@@ -1,20 +1,21 @@
-"""Paged decode attention on the CPU over a bfloat16 KV cache: a numba kernel.
+"""Paged decode attention on the CPU over a float32 or bfloat16 KV cache: a numba kernel.
 
 Every decode step reads each sequence's whole context in every layer, and for Whisper that is
 a cross-attention context of 1,500 positions: on a 2-core CPU the step is bound by those reads.
 PyTorch's SDPA makes them at a fraction of the memory's speed (its small per-block products
 bound it) and runs 3-5x slower still on a bfloat16 cache. This kernel reads the cache in place
-through the block tables (no gather), at half the bytes of float32 (17 contexts of 1,500
-positions, 4 layers in turn on 2 cores: 0.94 ms a layer against SDPA's 2.6 ms in float32;
-benchmarks/bench_decode_attention.py). One task per (sequence, head):
+through the block tables (no gather); a bfloat16 cache halves the bytes (17 contexts of 1,500
+positions, 4 layers in turn on 2 cores: 1.66 ms a layer from a float32 cache, 0.94 ms from a
+bfloat16 one, against SDPA's 2.6 ms in float32; benchmarks/bench_decode_attention.py). One task
+per (sequence, head):
 
     scores[t] = scale * q[r, h] . k[h, slot(r, t)]    for t < length[r]
     out[r, h] = sum_t softmax(scores)[t] * v[h, slot(r, t)]
 
 A bfloat16 is the top half of a float32: it is widened by shifting its bits up 16. The
 softmax's exp is 2^k * 2^f, a polynomial for 2^f and k put in a float's exponent bits, which
-vectorizes (numba's own exp is a scalar call per element). The float32 mode keeps the torch
-path (`paged_attention.paged_decode_attention_ref`), this kernel's oracle.
+vectorizes (numba's own exp is a scalar call per element). The torch path
+(`paged_attention.paged_decode_attention_ref`) is this kernel's oracle.
 """
 
 from __future__ import annotations

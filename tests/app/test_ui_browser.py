@@ -326,6 +326,7 @@ def test_the_multilingual_base_detects_and_translates(page, tmp_path, shoot):
     page.wait_for_timeout(1500)
     page.click("#transcribe-button")
     wait_for_text(page, "#transcript textarea", "manuel")
+    page.wait_for_selector("#downloads a[href$='.json']", timeout=120_000)  # the whole result
     text = page.locator("#transcript textarea").input_value().lower()
     assert " the " in f" {text} " and " de la " not in f" {text} ", text
     line = page.locator("#language-line textarea, #language-line input").input_value()

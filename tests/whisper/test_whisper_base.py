@@ -18,9 +18,14 @@ from scriba.whisper.log_mel import log_mel
 # faster-whisper and Scriba pad a short window differently (zeros in log-mel space, as
 # openai-whisper's transcribe does, vs the audio padded to 30 s, as transformers' feature
 # extractor does: 0.015 lower English WER, measured): on these few clips that moves up to two
-# words or characters per language either way, so each language is held to faster-whisper's
-# figure plus two of its units.
+# words or characters per language either way, so in float32 each language is held to
+# faster-whisper float32's figure plus two of its units.
 ALLOWANCE_UNITS = 2
+# The int8 default's text moves with the CPU's float arithmetic (one activation rounded the other
+# way changes a few words of a 70 s clip): measured totals over the four languages 86 (AVX-512)
+# and 89-91 (AVX2), faster-whisper int8 81. Its total is held to faster-whisper int8's plus 5% of
+# the units: a guard against a broken int8 path (garbled text), not a ranking.
+INT8_ALLOWANCE = 0.05
 ENGLISH = {"the", "of", "and", "to", "a", "in", "that", "is", "my", "you", "it", "his", "with", "for", "we"}
 SOURCE = {  # frequent short words of the source languages, which a translation should not keep
     "de": {"der", "die", "und", "das", "ist", "ein", "eines", "er", "sich", "zu", "auch", "wie"},
@@ -34,21 +39,44 @@ def results():
     return scriba.transcribe([c["path"] for c in CLIPS], model="base")
 
 
+@pytest.fixture(scope="module")
+def exact_results():
+    """The same in the exact mode (float32, as transformers and faster-whisper float32 run)."""
+    return scriba.transcribe([c["path"] for c in CLIPS], model="base", dtype="float32")
+
+
+def errors_per_language(results) -> dict[str, tuple[int, int]]:
+    """language -> (errors, words or characters of the references) of these results."""
+    counts = {}
+    for language in dict.fromkeys(c["language"] for c in CLIPS):
+        mine = [(c["ref"], r.text) for c, r in zip(CLIPS, results) if c["language"] == language]
+        units = sum(len(multilingual_units(language, ref)) for ref, _ in mine)
+        errors = error_rate(language, [ref for ref, _ in mine], [hyp for _, hyp in mine])
+        counts[language] = (round(errors * units), units)
+    return counts
+
+
 def test_every_clip_s_language_is_detected(results):
     for c, r in zip(CLIPS, results):
         assert r.language == c["language"], c["path"]
         assert 0.5 < r.language_probability <= 1.0
 
 
-def test_error_rate_per_language_is_held_to_faster_whisper_s(results):
-    bars = faster_whisper_figures()
-    for language in dict.fromkeys(c["language"] for c in CLIPS):
-        mine = [(c["ref"], r.text) for c, r in zip(CLIPS, results) if c["language"] == language]
-        units = sum(len(multilingual_units(language, ref)) for ref, _ in mine)
-        errors = round(error_rate(language, [ref for ref, _ in mine], [hyp for _, hyp in mine]) * units)
+def test_error_rate_per_language_is_held_to_faster_whisper_s(exact_results):
+    bars = faster_whisper_figures("faster-whisper float32")
+    for language, (errors, units) in errors_per_language(exact_results).items():
         theirs, their_units = bars[language]
-        print(f"{language}: {errors}/{units} errors (faster-whisper {theirs}/{their_units})")
+        print(f"{language}: {errors}/{units} errors (faster-whisper float32 {theirs}/{their_units})")
         assert units == their_units and errors <= theirs + ALLOWANCE_UNITS, language
+
+
+def test_the_int8_default_s_errors_stay_near_faster_whisper_int8_s(results):
+    bars = faster_whisper_figures("faster-whisper int8")
+    mine = errors_per_language(results)
+    errors, units = (sum(counts) for counts in zip(*mine.values()))
+    theirs = sum(bars[language][0] for language in mine)
+    print(f"int8: {errors}/{units} errors (faster-whisper int8 {theirs}), per language {mine}")
+    assert errors <= theirs + INT8_ALLOWANCE * units
 
 
 @pytest.mark.parametrize("prefix", ["de_", "es_"])
