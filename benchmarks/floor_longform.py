@@ -36,6 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from bench_whisper import DATA, workloads
+from bench_whisper_parity import best_of
 from machine import cpu_name
 from results_file import save_lines
 from whisper_systems import faster_whisper_systems
@@ -54,12 +55,7 @@ CACHE_BYTES = 2  # a cached K or V element in bfloat16, the least Scriba stores 
 
 def best_seconds(run, repeats: int) -> float:
     run()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return best_of(repeats, run)
 
 
 def int8_product_seconds(module: RowScaledLinear, rows: int, repeats: int = 5) -> float:
