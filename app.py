@@ -11,4 +11,5 @@ if __name__ == "__main__":
         whisper_model=[m.strip() for m in os.environ.get("SCRIBA_WHISPER_MODEL", "").split(",") if m.strip()]
         or None,
         summarizer=os.environ.get("SCRIBA_SUMMARIZER", "facebook/bart-large-cnn"),
+        summarizer_setting="set the Space's variable `SCRIBA_SUMMARIZER` to a model id or a folder",
     )

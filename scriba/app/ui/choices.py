@@ -45,10 +45,12 @@ def describe_model(choice: str, facts: WhisperFacts) -> str:
 
 class Summarizer:
     """The configured summarizer and whether it can run here, found out once, off the page's
-    thread (the hub check may take seconds)."""
+    thread (the hub check may take seconds). `setting` tells how to choose another summarizer
+    where this page runs: the CLI's flag, or the Space's variable."""
 
-    def __init__(self, model: str):
+    def __init__(self, model: str, setting: str = "start the app with `--summarizer FOLDER`"):
         self.model = model
+        self.setting = setting
         self._state: tuple[str, str] | None = None
         self._done = threading.Event()
         threading.Thread(target=self._check, name="scriba-summarizer-check", daemon=True).start()
@@ -78,9 +80,9 @@ class Summarizer:
             return (
                 f"Summarizer **{self.model}** is not available: it is not on this machine and cannot be "
                 f"downloaded here. Get it with `scriba download {self.model}` where there is internet, "
-                "or start the app with `--summarizer FOLDER`."
+                f"or {self.setting}."
             )
-        return f"Summarizer **{self.model}** is not available ({detail}): start with `--summarizer FOLDER`."
+        return f"Summarizer **{self.model}** is not available ({detail}): {self.setting}."
 
 
 def preload(choice: str | None) -> threading.Thread:

@@ -79,10 +79,14 @@ def _results() -> dict:
     )
 
 
-def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER):
+def build_ui(
+    whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER, summarizer_setting: str | None = None
+):
+    """`summarizer_setting`: how the person running this page picks another summarizer (the
+    page's hint when the configured one is missing); None names the CLI's flag."""
     models = whisper_choices(whisper_model)
     preload(models[0])
-    summary_model = Summarizer(summarizer)
+    summary_model = Summarizer(summarizer, *([summarizer_setting] if summarizer_setting else []))
     # Gradio's own copies of uploads and results are deleted after an hour too.
     keep = uploads.KEEP_SECONDS
     with gr.Blocks(title="Scriba", delete_cache=(keep, keep)) as demo:
@@ -136,9 +140,10 @@ def launch(
     share: bool = False,
     whisper_model=None,
     summarizer: str = DEFAULT_SUMMARIZER,
+    summarizer_setting: str | None = None,
     **kwargs,
 ):
-    demo = build_ui(whisper_model, summarizer)
+    demo = build_ui(whisper_model, summarizer, summarizer_setting)
     return demo.launch(
         server_name=host, server_port=port, share=share, max_file_size=uploads.MAX_UPLOAD, **kwargs
     )

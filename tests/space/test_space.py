@@ -1,0 +1,72 @@
+"""The Hugging Face Space: requirements.txt is pyproject.toml's dependencies, and the Space starts
+and transcribes in an environment built the way a Space builds it (a fresh venv with only CPU torch,
+gradio and requirements.txt), not in the test environment, which has every extra installed."""
+
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+from space_requirements import space_requirements  # noqa: E402
+
+
+def test_requirements_are_pyprojects_dependencies():
+    written = (ROOT / "requirements.txt").read_text()
+    assert written == space_requirements(), "requirements.txt drifted: run python tools/space_requirements.py"
+    assert "numba>=" in written and "prometheus-client>=" in written
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def space_python(tmp_path_factory) -> str:
+    venv = tmp_path_factory.mktemp("space") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    install = [python, "-m", "pip", "install", "--quiet", "torch==2.13.0", "gradio", "-r", "requirements.txt"]
+    subprocess.run(install, cwd=ROOT, check=True, timeout=900)
+    return python
+
+
+def _wait_for(url_port: int, process: subprocess.Popen, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "app.py exited:\n" + process.stdout.read()
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", url_port)) == 0:
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"app.py did not listen within {seconds} s")
+
+
+def test_the_space_starts_and_transcribes_jfk(space_python):
+    from gradio_client import Client, handle_file
+
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env.update(GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port), HF_HUB_OFFLINE="1")
+    app = subprocess.Popen(
+        [space_python, "app.py"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        _wait_for(port, app, 240)
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        language, transcript, *_ = client.predict(handle_file(str(ROOT / "assets" / "jfk.flac")),
+                                                  api_name="/transcribe")
+        assert "english" in language.lower()
+        assert "ask not what your country can do for you" in transcript.lower()
+        hint = client.predict(api_name="/lambda")
+        assert "SCRIBA_SUMMARIZER" in hint and "--summarizer" not in hint
+    finally:
+        app.terminate()
+        app.wait(timeout=30)

@@ -1,0 +1,23 @@
+"""Writes requirements.txt, what a Hugging Face Space installs, from pyproject.toml's dependencies,
+so the two cannot drift (tests/test_space.py checks the file is this script's output).
+
+    python tools/space_requirements.py          # rewrite requirements.txt
+"""
+
+import pathlib
+import tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+HEADER = (
+    "# Generated from pyproject.toml by tools/space_requirements.py: edit pyproject.toml, then rerun it.\n"
+    "# A Hugging Face Space installs these; app.py imports scriba from this folder.\n"
+)
+
+
+def space_requirements() -> str:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return HEADER + "".join(f"{dependency}\n" for dependency in project["dependencies"])
+
+
+if __name__ == "__main__":
+    (ROOT / "requirements.txt").write_text(space_requirements())
