@@ -127,7 +127,8 @@ def main(argv=None) -> int:
             for line in run.stdout.splitlines()[2:]:  # its own header left out
                 say(line)
         models = []
-    modes = [m for m in ("default", "bfloat16-KV", "float32") if m not in args.skip.split(",")]
+    all_modes = ("default", "int8-torch-encoder", "bfloat16-KV", "float32")
+    modes = [m for m in all_modes if m not in args.skip.split(",")]
     for model in models:
         say(f"\n## {model}")
         for name, (files, refs) in workloads(args.data).items():

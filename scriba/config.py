@@ -9,6 +9,7 @@ _KV_CACHE_DTYPES = _DTYPES
 _PREEMPTION_MODES = ("recompute", "swap")
 _BACKENDS = ("auto", "torch", "numba", "triton", "cuda")
 _QUANTIZATIONS = ("int8",)  # as scriba.models.quantize.QUANTIZATIONS (config imports no torch)
+_ENCODER_RUNTIMES = ("torch", "openvino")
 
 
 @dataclass
@@ -52,6 +53,11 @@ class EngineConfig:
     # CPU threads for torch's intra-op pool. None: one per physical core this process may use,
     # within its container's CPU quota (engine/threads.py), unless OMP_NUM_THREADS is set.
     num_threads: int | None = None
+    # What executes an audio model's encoder (a pure function of its features). "torch": the model's
+    # own modules. "openvino": a graph built from the same weights and compiled by OpenVINO for this
+    # CPU (bfloat16 where the CPU has bfloat16 dot products, else int8 weights with dynamically
+    # quantized activations); CPU only, float32 activations (whisper/openvino_encoder.py).
+    encoder_runtime: str = "torch"
 
     def __post_init__(self) -> None:
         if self.dtype not in _DTYPES:
@@ -93,6 +99,7 @@ class EngineConfig:
         if self.dtype == "auto":
             self.dtype = "float16" if on_gpu else "float32"
         self._check_kv_cache_dtype(on_gpu)
+        self._check_encoder_runtime(on_gpu)
         if self.max_num_seqs is None:
             self.max_num_seqs = 256 if on_gpu else 64
         if self.num_cpu_blocks is None and not on_gpu and self.preemption_mode != "swap":
@@ -120,6 +127,16 @@ class EngineConfig:
             raise ValueError(
                 f"kv_cache_dtype={kv!r} with dtype={self.dtype!r}: the cache is in the compute dtype, "
                 "or bfloat16 under float32 on the CPU"
+            )
+
+    def _check_encoder_runtime(self, on_gpu: bool) -> None:
+        if self.encoder_runtime not in _ENCODER_RUNTIMES:
+            raise ValueError(
+                f"encoder_runtime must be one of {_ENCODER_RUNTIMES}, got {self.encoder_runtime!r}"
+            )
+        if self.encoder_runtime == "openvino" and (on_gpu or self.dtype != "float32"):
+            raise ValueError(
+                "encoder_runtime='openvino' runs on the CPU with dtype float32 (it picks its own precision)"
             )
 
     @property

@@ -30,12 +30,21 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "a few words' cost; README: CPU modes)",
     )
     parser.add_argument(
+        "--encoder-runtime",
+        default=None,
+        choices=["torch", "openvino"],
+        help="what runs an audio model's encoder on the CPU (default for transcription in int8: "
+        "openvino, bfloat16 where the CPU has it; torch: PyTorch's int8 layers)",
+    )
+    parser.add_argument(
         "--threads", type=int, default=None, help="CPU threads (default: one per physical core)"
     )
 
 
 def engine_options(args: argparse.Namespace) -> dict:
     kv = {} if args.kv_cache_dtype == "auto" else {"kv_cache_dtype": args.kv_cache_dtype}
+    if args.encoder_runtime:
+        kv["encoder_runtime"] = args.encoder_runtime
     return {
         "device": args.device,
         "dtype": args.dtype,

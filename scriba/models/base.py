@@ -40,6 +40,13 @@ class EncoderDecoderModel(nn.Module, metaclass=abc.ABCMeta):
     def output_projection(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(weight [vocab, d_model], bias [vocab] or None) of the logits."""
 
+    def compile_encoder(self, runtime: str, num_threads: int) -> None:
+        """Have `runtime` execute the encoder from now on (EngineConfig.encoder_runtime); called
+        before int8 quantization, on the float weights. Only models whose encoder is a pure
+        function of dense features (Whisper's log-mel) can."""
+        if runtime != "torch":
+            raise ValueError(f"{type(self).__name__} runs its encoder in torch only, not {runtime!r}")
+
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [n, d_model] -> [n, vocab]
         if self.quantized_head is not None:
             return self.quantized_head(hidden)

@@ -71,6 +71,7 @@ class WhisperForConditionalGeneration(EncoderDecoderModel):
         super().__init__(config, generation_config)
         self.model = WhisperModel(config)
         self.tokens = WhisperTokens.from_configs(config, generation_config)
+        self.encoder_runtime = None  # a compiled encoder (compile_encoder), else the torch modules
 
     # -- limits and the decoder-prompt hooks ----------------------------------------------
     @property
@@ -136,9 +137,21 @@ class WhisperForConditionalGeneration(EncoderDecoderModel):
         encoder_positions: torch.Tensor | None = None,  # unused: every window has all positions
     ) -> torch.Tensor:  # [num_decoder_tokens, d_model]
         encoder_hidden = None
-        if meta.num_encoder_tokens:
+        if meta.num_encoder_tokens and self.encoder_runtime is not None:
+            encoder_hidden = self.encoder_runtime(encoder_inputs)
+        elif meta.num_encoder_tokens:
             encoder_hidden = self.model.encoder(encoder_inputs, meta)
         return self.model.decoder(input_ids, positions, meta, encoder_hidden)
+
+    def compile_encoder(self, runtime: str, num_threads: int) -> None:
+        """runtime "openvino": the encoder as an OpenVINO graph of the same weights; the torch
+        encoder layers are dropped (the graph holds its own copy)."""
+        if runtime != "openvino":
+            return super().compile_encoder(runtime, num_threads)
+        from scriba.whisper.openvino_encoder import OpenVINOEncoder
+
+        self.encoder_runtime = OpenVINOEncoder(self.model.encoder, num_threads)
+        self.model.encoder.layers = nn.ModuleList()
 
     def cross_attentions(
         self, token_ids: torch.Tensor, cross_kv: list[torch.Tensor], heads: list[tuple[int, int]]

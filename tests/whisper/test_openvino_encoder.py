@@ -1,0 +1,87 @@
+"""The Whisper encoder as an OpenVINO graph (whisper/openvino_encoder.py): against transformers'
+encoder on the same weights in each precision, window by window, and in the engine on real
+speech (the words of jfk.flac), with its settings checked once."""
+
+import os
+
+import pytest
+import torch
+
+from scriba import Engine
+from scriba.app.engines import speech_config
+from scriba.config import EngineConfig
+from scriba.media.load import load_audio
+from scriba.models.registry import load_model
+from scriba.whisper.openvino_encoder import OpenVINOEncoder
+
+JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
+
+
+def _relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
+    return float((got - expected).norm() / expected.norm())
+
+
+# f32 is the same arithmetic; bf16 rounds activations to 8 bits of mantissa; int8 quantizes
+# weights per row and activations per group of 32 (the figures seen: 3e-7, 0.006, 0.02).
+@pytest.mark.parametrize("precision, tolerance", [("f32", 1e-5), ("bf16", 0.03), ("int8", 0.06)])
+def test_the_graph_computes_transformers_encoder(tiny_whispers, precision, tolerance):
+    folder, hf = tiny_whispers["mel128"]
+    model, _ = load_model(folder, "cpu", torch.float32)
+    encoder = OpenVINOEncoder(model.model.encoder, num_threads=2, precision=precision)
+    features = torch.randn(3, 128, 3000, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = hf.model.encoder(features).last_hidden_state  # [3, 1500, d_model]
+    got = encoder(features)
+    assert got.shape == (3 * 1500, expected.shape[-1])
+    assert _relative_error(got, expected.flatten(0, 1)) < tolerance
+    alone = encoder(features[1:2])  # a window's states do not depend on its batch
+    assert _relative_error(alone, expected[1]) < tolerance
+    if precision == "f32":
+        assert torch.allclose(alone, got[1500:3000], atol=1e-5)
+
+
+def test_the_engine_transcribes_jfk_with_it():
+    engine = Engine(quantization="int8", encoder_runtime="openvino")  # the bundled tiny.en
+    assert engine.model.encoder_runtime is not None and len(engine.model.model.encoder.layers) == 0
+    [out] = engine.generate([{"audio": load_audio(JFK), "language": "en"}], engine.generation_defaults())
+    text = out.outputs[0].text.lower()
+    assert "ask not what your country can do for you" in text
+    assert "ask what you can do for your country" in text
+
+
+def test_settings_are_checked_once(tiny_bart):
+    with pytest.raises(ValueError, match="encoder_runtime must be one of"):
+        EngineConfig(encoder_runtime="onnx")
+    with pytest.raises(ValueError, match="runs on the CPU with dtype float32"):
+        EngineConfig(encoder_runtime="openvino", dtype="bfloat16")
+    with pytest.raises(ValueError, match="runs its encoder in torch only"):
+        Engine(tiny_bart[0], encoder_runtime="openvino")  # BART's encoder reads token ids
+    with pytest.raises(ValueError, match="precision must be one of"):
+        OpenVINOEncoder(load_model(default_folder(), "cpu", torch.float32)[0].model.encoder, 2, "fp8")
+
+
+def default_folder() -> str:
+    from scriba.models.registry import default_model_path
+
+    return default_model_path()
+
+
+def test_transcription_on_the_cpu_runs_the_encoder_in_openvino_with_int8():
+    assert speech_config({"device": "cpu"}) == {
+        "device": "cpu",
+        "quantization": "int8",
+        "encoder_runtime": "openvino",
+    }
+    assert speech_config({"device": "cpu", "quantization": "int8"})["encoder_runtime"] == "openvino"
+    assert "encoder_runtime" not in speech_config({"device": "cpu", "dtype": "float32"})  # the exact mode
+    asked = {"device": "cpu", "encoder_runtime": "torch"}
+    assert speech_config(asked) == {**asked, "quantization": "int8"}
+
+
+def test_the_command_line_passes_the_runtime_on():
+    from scriba.app.cli import build_parser
+    from scriba.app.cli_engine_options import engine_options
+
+    asked = build_parser().parse_args(["transcribe", "a.wav", "--encoder-runtime", "torch"])
+    assert engine_options(asked)["encoder_runtime"] == "torch"
+    assert "encoder_runtime" not in engine_options(build_parser().parse_args(["transcribe", "a.wav"]))
