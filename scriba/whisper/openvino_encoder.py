@@ -17,10 +17,23 @@ a fused attention op, bfloat16 and VNNI where the CPU has them, ARM too).
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import torch
 
 PRECISIONS = ("bf16", "int8", "f32")
+
+
+def import_openvino():
+    """openvino, imported without its usage telemetry: `import openvino` sends an analytics event
+    over the network unless the user has opted out (openvino-telemetry, a dependency of the
+    wheel). Scriba uses the runtime only and sends nothing: with the telemetry module marked
+    missing, OpenVINO falls back to its own no-op stub."""
+    sys.modules.setdefault("openvino_telemetry", None)
+    import openvino
+
+    return openvino
 
 
 def host_precision(core) -> str:
@@ -33,8 +46,7 @@ class OpenVINOEncoder:
     d_model] (float32), the same contract as WhisperEncoder.forward."""
 
     def __init__(self, encoder: torch.nn.Module, num_threads: int, precision: str | None = None):
-        import openvino as ov
-
+        ov = import_openvino()
         core = ov.Core()
         self.precision = precision or host_precision(core)
         if self.precision not in PRECISIONS:
@@ -60,7 +72,7 @@ class OpenVINOEncoder:
 def build_encoder_graph(encoder: torch.nn.Module, int8_weights: bool):
     """The OpenVINO model of a Scriba WhisperEncoder (float weights: build it before int8
     quantization replaces them)."""
-    import openvino as ov
+    ov = import_openvino()
     from openvino import opset13 as op
 
     conv1, conv2 = encoder.conv1, encoder.conv2

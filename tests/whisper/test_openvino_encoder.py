@@ -85,3 +85,18 @@ def test_the_command_line_passes_the_runtime_on():
     asked = build_parser().parse_args(["transcribe", "a.wav", "--encoder-runtime", "torch"])
     assert engine_options(asked)["encoder_runtime"] == "torch"
     assert "encoder_runtime" not in engine_options(build_parser().parse_args(["transcribe", "a.wav"]))
+
+
+def test_openvino_is_imported_without_its_telemetry():
+    """`import openvino` alone sends a usage event over the network (openvino-telemetry);
+    Scriba's import leaves OpenVINO on its no-op stub."""
+    import subprocess
+    import sys
+
+    check = (
+        "import sys; from scriba.whisper.openvino_encoder import import_openvino; import_openvino(); "
+        "assert sys.modules['openvino_telemetry'] is None; "
+        "assert 'openvino.tools.ovc.telemetry_stub' in sys.modules"
+    )
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,150 @@
+"""Whisper on this CPU against the field: Scriba's default, OpenVINO GenAI, faster-whisper.
+
+    python benchmarks/bench_cpu_field.py --peers-python /tmp/peers/bin/python \\
+        --openvino-models /tmp/ov [--models tiny.en,base] [--rounds 3] [--out FILE]
+
+Setup (once; not in CI): `bash benchmarks/setup_field.sh` makes the peers' venv (openvino-genai,
+optimum-intel) and exports the same weights Scriba reads (the bundled tiny.en, the multilingual
+base) as Hugging Face folders, then as OpenVINO int8-weight models (`optimum-cli export openvino
+--weight-format int8`). faster-whisper runs from Scriba's own venv (the `bench` extra) on the
+CTranslate2 int8 folders. Every system runs in a process of its own, one at a time (keep the
+machine quiet), warmed up on one file, then timed over `--rounds` rounds; the fastest round
+counts. Greedy, English, timestamps on. Workloads (../shared/data):
+  short, one at a time   dev_speech's 24 short clips and jfk.flac, each its own call: RTFx over
+                         the whole set, latency p50 / p90 per clip, WER
+  short, one call        the same clips in one call (systems that take a list)
+  long-form              dev_longform's 7.8-minute reading and dev_speech's 158 s sonnets, each
+                         alone
+Prints the host's vector extensions and, per workload, Scriba's ratio to the fastest other system.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+import soundfile as sf
+from machine import cpu_name
+from results_file import save_lines
+from wer import load_manifest, wer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "..", "shared", "data")
+JFK = os.path.join(HERE, "..", "assets", "jfk.flac")
+JFK_TEXT = (
+    "And so my fellow Americans, ask not what your country can do for you,"
+    " ask what you can do for your country."
+)
+LINES: list[str] = []
+
+
+def say(line: str = "") -> None:
+    print(line, flush=True)
+    LINES.append(line)
+
+
+def workloads(data: str) -> dict[str, tuple[list[str], list[str], str]]:
+    """name -> (files, references, the worker's workload)."""
+    short, short_refs = load_manifest(os.path.join(data, "dev_speech"), "short")
+    sonnets, sonnet_refs = load_manifest(os.path.join(data, "dev_speech"), "longform")
+    with open(os.path.join(data, "dev_longform", "MANIFEST.tsv"), newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    chapter = [os.path.join(data, "dev_longform", r["file"]) for r in rows]
+    chapter_refs = [r["reference_text"] for r in rows]
+    short, short_refs = short + [JFK], short_refs + [JFK_TEXT]
+    return {
+        "short, one at a time": (short, short_refs, "one-by-one"),
+        "short, one call": (short, short_refs, "one-call"),
+        "long-form": (chapter + sonnets, chapter_refs + sonnet_refs, "one-by-one"),
+    }
+
+
+def systems(args, model: str) -> dict[str, tuple[str, str]]:
+    """name -> (python, model argument) of each system that is installed here."""
+    from scriba.models.offline import offline_model_path
+
+    found = {"Scriba default": (sys.executable, model)}
+    try:
+        import faster_whisper  # noqa: F401
+
+        folder = offline_model_path(model)
+        found["faster-whisper int8"] = (sys.executable, folder)
+        found["faster-whisper int8 batched"] = (sys.executable, folder)
+    except ImportError:
+        say("# faster-whisper is not installed here (pip install -e '.[bench]'): left out")
+    exported = os.path.join(args.openvino_models or "", model)
+    if args.peers_python and os.path.isdir(exported):
+        found["OpenVINO GenAI int8"] = (args.peers_python, exported)
+    else:
+        say(f"# OpenVINO GenAI: no --peers-python or no export at {exported!r}: left out")
+    return found
+
+
+WORKER_NAMES = {
+    "Scriba default": "scriba",
+    "faster-whisper int8": "faster-whisper",
+    "faster-whisper int8 batched": "faster-whisper-batched",
+    "OpenVINO GenAI int8": "openvino-genai",
+}
+ONE_CALL = {"Scriba default"}  # the systems whose call takes a list of files
+
+
+def run_worker(python: str, system: str, model: str, workload: str, files: list[str], rounds: int) -> dict:
+    command = [python, os.path.join(HERE, "field_worker.py"), WORKER_NAMES[system], model, workload, *files]
+    done = subprocess.run([*command, "--rounds", str(rounds)], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"{system} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def bench(name: str, files, refs, workload: str, found: dict, rounds: int) -> None:
+    audio = sum(sf.info(f).duration for f in files)
+    say(f"\n{name}: {len(files)} files, {audio:.0f} s, best of {rounds}")
+    say(f"{'system':<30} {'RTFx':>7} {'WER':>7} {'p50 ms':>8} {'p90 ms':>8}")
+    rtfx = {}
+    for system, (python, model) in found.items():
+        if workload == "one-call" and system not in ONE_CALL:
+            continue
+        result = run_worker(python, system, model, workload, files, rounds)
+        best = min(result["seconds"], key=sum)
+        rtfx[system] = audio / sum(best)
+        latency = ""
+        if workload == "one-by-one" and len(files) > 4:
+            per_file = sorted(statistics.median(r[i] for r in result["seconds"]) for i in range(len(files)))
+            p50, p90 = per_file[len(files) // 2], per_file[int(0.9 * (len(files) - 1))]
+            latency = f"{1000 * p50:8.0f} {1000 * p90:8.0f}"
+        say(f"{system:<30} {rtfx[system]:6.1f}x {wer(refs, result['texts']):7.4f} {latency}")
+    others = {s: v for s, v in rtfx.items() if not s.startswith("Scriba")}
+    if others:
+        best_other = max(others, key=others.get)
+        ratio = rtfx["Scriba default"] / others[best_other]
+        say(f"Scriba default / {best_other} ({others[best_other]:.1f}x): {ratio:.2f}x")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="tiny.en,base")
+    parser.add_argument("--peers-python", default=None, help="a Python with openvino-genai installed")
+    parser.add_argument("--openvino-models", default=None, help="folder of the exported models")
+    parser.add_argument("--data", default=DATA)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    say(f"# python benchmarks/bench_cpu_field.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    say(f"# machine: {cpu_name()}, {len(os.sched_getaffinity(0))} CPUs")
+    for model in args.models.split(","):
+        say(f"\n## {model}")
+        found = systems(args, model)
+        for name, (files, refs, workload) in workloads(args.data).items():
+            bench(name, files, refs, workload, found, args.rounds)
+    save_lines(LINES, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

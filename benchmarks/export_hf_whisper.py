@@ -1,0 +1,43 @@
+"""Scriba's offline Whisper (tiny.en, base: CTranslate2 folders) as a Hugging Face folder, the
+same weights in float32, for exporters that read only that format (setup_field.sh).
+
+    python benchmarks/export_hf_whisper.py tiny.en /tmp/ov/hf-tiny.en
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from transformers import (
+    WhisperFeatureExtractor,
+    WhisperForConditionalGeneration,
+    WhisperProcessor,
+    WhisperTokenizerFast,
+)
+
+from scriba.models.offline import offline_model_path
+from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
+
+
+def export(name: str, out: str) -> None:
+    folder = offline_model_path(name)
+    state_dict, config, generation_config = load_ctranslate2_whisper(folder)
+    model = WhisperForConditionalGeneration(config)
+    model.load_state_dict({k: v.float() for k, v in state_dict.items()}, strict=False)
+    model.generation_config = generation_config
+    model.save_pretrained(out)
+    eot = "<|endoftext|>"
+    tokenizer = WhisperTokenizerFast(
+        tokenizer_file=os.path.join(folder, "tokenizer.json"),
+        unk_token=eot,
+        bos_token=eot,
+        eos_token=eot,
+        pad_token=eot,
+    )
+    features = WhisperFeatureExtractor(feature_size=config.num_mel_bins)
+    WhisperProcessor(feature_extractor=features, tokenizer=tokenizer).save_pretrained(out)
+
+
+if __name__ == "__main__":
+    export(sys.argv[1], sys.argv[2])
