@@ -62,9 +62,9 @@ def openvino_genai_system(folder: str):
     def one(files):
         texts = []
         for path in files:
-            options = dict(task="transcribe", return_timestamps=True)
-            if multilingual:
-                options["language"] = "<|en|>"
+            options = dict(return_timestamps=True)
+            if multilingual:  # an English-only model takes neither
+                options.update(language="<|en|>", task="transcribe")
             texts.append(str(pipe.generate(read(path).tolist(), **options)))
         return texts
 
