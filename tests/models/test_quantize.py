@@ -9,7 +9,8 @@ from oracle import JFK, JFK_WORDS, random_prompts, words
 import scriba
 from scriba import Engine, SamplingParams
 from scriba.config import EngineConfig
-from scriba.models.quantize import RowScaledLinear
+from scriba.models.quantize import RowScaledLinear, WeightOnlyInt8Linear, quantize_int8
+from scriba.models.registry import load_model
 
 TIMESTAMP_BEGIN = 50363  # tiny.en's <|0.00|>
 
@@ -36,6 +37,43 @@ def test_int8_linear_quantizes_each_row_at_its_own_scale():
         for i in range(6):
             assert torch.equal(per_row(x[i : i + 1])[0], per_row(x)[i])
         assert per_row(x.view(2, 3, 64)).shape == (2, 3, 48)
+
+
+def test_weight_only_int8_linear_keeps_the_int8_weights_and_each_rows_own_result():
+    """The decoder's form on bfloat16 CPUs: the same int8 weights and per-channel scales as the
+    RowScaledLinear it replaces, activations in bfloat16; each row computed alike alone or in
+    any batch, bit for bit."""
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(64, 48)
+    spec = {torch.nn.Linear: per_channel_dynamic_qconfig}
+    per_row = RowScaledLinear(quantize_dynamic(torch.nn.Sequential(linear), spec, dtype=torch.qint8)[0])
+    weight_only = WeightOnlyInt8Linear(per_row)
+    x = torch.randn(7, 64) * torch.tensor([1e-3, 1e-2, 1.0, 1.0, 1e2, 1e3, 1.0])[:, None]
+    dequantized = per_row.weight().dequantize()  # what both modules multiply by
+    with torch.no_grad():
+        ref = x @ dequantized.T
+        got = weight_only(x) - linear.bias
+        assert ((got - ref).norm(dim=1) / ref.norm(dim=1)).max().item() < 0.01  # bfloat16 rounding
+        for i in range(7):
+            assert torch.equal(weight_only(x[i : i + 1])[0], weight_only(x)[i])
+        assert torch.equal(weight_only(x[:3]), weight_only(x)[:3])
+        assert weight_only(x.view(7, 1, 64)).shape == (7, 1, 48)
+
+
+@pytest.mark.parametrize("weight_only", [True, False])
+def test_the_decoder_is_weight_only_where_asked_never_its_cross_kv(tiny_whispers, weight_only):
+    folder, _ = tiny_whispers["multilingual"]
+    model = quantize_int8(load_model(folder, "cpu", torch.float32)[0], weight_only_decoder=weight_only)
+    int8 = (RowScaledLinear, WeightOnlyInt8Linear)
+    kinds = {n: type(m) for n, m in model.model.decoder.named_modules() if isinstance(m, int8)}
+    kv = {n for n in kinds if n.endswith("encoder_attn.kv_proj")}
+    assert kv and all(kinds[n] is RowScaledLinear for n in kv)
+    expected = WeightOnlyInt8Linear if weight_only else RowScaledLinear
+    assert all(kinds[n] is expected for n in kinds if n not in kv) and len(kinds) > len(kv)
+    encoder = [m for m in model.model.encoder.modules() if isinstance(m, int8)]
+    assert encoder and all(type(m) is RowScaledLinear for m in encoder)
 
 
 @pytest.mark.parametrize("fixture", ["tiny_bart", "tiny_bart_tied"])
