@@ -21,7 +21,6 @@ Prints the host's vector extensions and, per workload, Scriba's ratio to the fas
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import statistics
@@ -29,17 +28,13 @@ import subprocess
 import sys
 
 import soundfile as sf
+from bench_whisper import DATA
+from bench_whisper import workloads as whisper_sets
 from machine import cpu_name
 from results_file import save_lines
-from wer import load_manifest, wer
+from wer import wer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "..", "..", "shared", "data")
-JFK = os.path.join(HERE, "..", "assets", "jfk.flac")
-JFK_TEXT = (
-    "And so my fellow Americans, ask not what your country can do for you,"
-    " ask what you can do for your country."
-)
 LINES: list[str] = []
 
 
@@ -49,18 +44,12 @@ def say(line: str = "") -> None:
 
 
 def workloads(data: str) -> dict[str, tuple[list[str], list[str], str]]:
-    """name -> (files, references, the worker's workload)."""
-    short, short_refs = load_manifest(os.path.join(data, "dev_speech"), "short")
-    sonnets, sonnet_refs = load_manifest(os.path.join(data, "dev_speech"), "longform")
-    with open(os.path.join(data, "dev_longform", "MANIFEST.tsv"), newline="") as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
-    chapter = [os.path.join(data, "dev_longform", r["file"]) for r in rows]
-    chapter_refs = [r["reference_text"] for r in rows]
-    short, short_refs = short + [JFK], short_refs + [JFK_TEXT]
+    """name -> (files, references, the worker's workload): bench_whisper.py's two sets."""
+    sets = whisper_sets(data)
     return {
-        "short, one at a time": (short, short_refs, "one-by-one"),
-        "short, one call": (short, short_refs, "one-call"),
-        "long-form": (chapter + sonnets, chapter_refs + sonnet_refs, "one-by-one"),
+        "short, one at a time": (*sets["short"], "one-by-one"),
+        "short, one call": (*sets["short"], "one-call"),
+        "long-form": (*sets["long-form"], "one-by-one"),
     }
 
 
@@ -133,6 +122,7 @@ def main(argv=None) -> int:
     parser.add_argument("--openvino-models", default=None, help="folder of the exported models")
     parser.add_argument("--data", default=DATA)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workloads", default="", help="comma-separated names to run (default: all)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     say(f"# python benchmarks/bench_cpu_field.py {' '.join(argv if argv is not None else sys.argv[1:])}")
@@ -141,6 +131,8 @@ def main(argv=None) -> int:
         say(f"\n## {model}")
         found = systems(args, model)
         for name, (files, refs, workload) in workloads(args.data).items():
+            if args.workloads and name not in args.workloads.split(","):
+                continue
             bench(name, files, refs, workload, found, args.rounds)
     save_lines(LINES, args.out)
     return 0

@@ -10,12 +10,10 @@ def cpu_flags() -> frozenset[str]:
     """The CPU's feature flags (Linux /proc/cpuinfo); empty where they cannot be read."""
     try:
         with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
+            flags = next((line for line in f if line.startswith("flags")), "flags:")
     except OSError:
-        pass
-    return frozenset()
+        return frozenset()
+    return frozenset(flags.split(":", 1)[1].split())
 
 
 def native_bfloat16() -> bool:

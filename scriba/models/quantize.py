@@ -117,15 +117,21 @@ class WeightOnlyInt8Linear(nn.Module):
         super().__init__()
         weight = linear.weight()  # per-channel quantized [out, in]
         self.register_buffer("int8_weight", weight.int_repr().contiguous())
-        self.register_buffer("scales", weight.q_per_channel_scales().to(torch.bfloat16))
+        # The kernel's scales must be bfloat16 like its input: it gets ones, and the checkpoint's
+        # float32 scales are applied to its output, so they stay exact.
+        self.register_buffer("scales", weight.q_per_channel_scales().float())
+        self.register_buffer("ones", torch.ones(weight.shape[0], dtype=torch.bfloat16))
         self.register_buffer("bias", linear.bias)
         self.in_features, self.out_features = linear.in_features, linear.out_features
 
+    def weight(self) -> torch.Tensor:  # the quantized weight [out, in], as RowScaledLinear's
+        zero = torch.zeros(self.out_features, dtype=torch.long)
+        return torch._make_per_channel_quantized_tensor(self.int8_weight, self.scales.double(), zero, 0)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # [..., in] float32 -> [..., out] float32
         flat = x.reshape(-1, self.in_features).to(torch.bfloat16)
-        out = torch._weight_int8pack_mm(flat, self.int8_weight, self.scales).float()
-        if self.bias is not None:
-            out += self.bias
+        out = torch._weight_int8pack_mm(flat, self.int8_weight, self.ones).float()
+        out = out.mul_(self.scales) if self.bias is None else torch.addcmul(self.bias, out, self.scales)
         return out.view(*x.shape[:-1], self.out_features)
 
 

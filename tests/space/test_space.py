@@ -41,7 +41,7 @@ def space_python(tmp_path_factory) -> str:
 def _wait_for(url_port: int, process: subprocess.Popen, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        assert process.poll() is None, "app.py exited:\n" + process.stdout.read()
+        assert process.poll() is None, f"app.py exited with {process.returncode}"
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", url_port)) == 0:
                 return
@@ -49,24 +49,27 @@ def _wait_for(url_port: int, process: subprocess.Popen, seconds: float) -> None:
     raise AssertionError(f"app.py did not listen within {seconds} s")
 
 
-def test_the_space_starts_and_transcribes_jfk(space_python):
+def test_the_space_starts_and_transcribes_jfk(space_python, tmp_path):
     from gradio_client import Client, handle_file
 
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env.update(GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port), HF_HUB_OFFLINE="1")
-    app = subprocess.Popen(
-        [space_python, "app.py"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    log = tmp_path / "app.log"  # a file, not a pipe: an unread pipe would block the app once full
+    with open(log, "w") as out:
+        app = subprocess.Popen([space_python, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         _wait_for(port, app, 240)
         client = Client(f"http://127.0.0.1:{port}/", verbose=False)
-        language, transcript, *_ = client.predict(handle_file(str(ROOT / "assets" / "jfk.flac")),
-                                                  api_name="/transcribe")
-        assert "english" in language.lower()
-        assert "ask not what your country can do for you" in transcript.lower()
+        jfk = handle_file(str(ROOT / "assets" / "jfk.flac"))
+        language, transcript, *_ = client.predict(jfk, api_name="/transcribe")
         hint = client.predict(api_name="/lambda")
-        assert "SCRIBA_SUMMARIZER" in hint and "--summarizer" not in hint
+    except Exception as e:  # the app's own log says what went wrong inside it
+        raise AssertionError(f"{e}\napp.py said:\n{log.read_text()[-4000:]}") from e
     finally:
-        app.terminate()
-        app.wait(timeout=30)
+        if app.poll() is None:
+            app.terminate()
+            app.wait(timeout=30)
+    assert "english" in language.lower()
+    assert "ask not what your country can do for you" in transcript.lower()
+    assert "SCRIBA_SUMMARIZER" in hint and "--summarizer" not in hint
