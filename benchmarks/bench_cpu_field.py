@@ -122,7 +122,7 @@ def main(argv=None) -> int:
     parser.add_argument("--openvino-models", default=None, help="folder of the exported models")
     parser.add_argument("--data", default=DATA)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workloads", default="", help="comma-separated names to run (default: all)")
+    parser.add_argument("--workloads", default="", help="names to run, separated by ; (default: all)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     say(f"# python benchmarks/bench_cpu_field.py {' '.join(argv if argv is not None else sys.argv[1:])}")
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
         say(f"\n## {model}")
         found = systems(args, model)
         for name, (files, refs, workload) in workloads(args.data).items():
-            if args.workloads and name not in args.workloads.split(","):
+            if args.workloads and name not in args.workloads.split(";"):
                 continue
             bench(name, files, refs, workload, found, args.rounds)
     save_lines(LINES, args.out)
