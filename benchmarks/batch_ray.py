@@ -33,7 +33,7 @@ def corpus(folder: str, copies: int) -> list[str]:
 
 def run_job(folder: str, out: str, workers: int, files_per_batch: int) -> tuple[float, float, int]:
     """(whole seconds, seconds to the first row, rows)."""
-    command = [sys.executable, "-m", "scriba.app.cli", "batch", folder, "-o", out, "--workers", str(workers)]
+    command = [sys.executable, "-m", "scriba.app.cli.main", "batch", folder, "-o", out, "--workers", str(workers)]
     command += ["--files-per-batch", str(files_per_batch)]
     start, first = time.perf_counter(), None
     job = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -55,7 +55,7 @@ def _rows(path: str) -> int:
 
 def one_process(paths: list[str], out_dir: str) -> float:
     """Seconds for `scriba transcribe` of every file, whole."""
-    command = [sys.executable, "-m", "scriba.app.cli", "transcribe", *paths, "--format", "json"]
+    command = [sys.executable, "-m", "scriba.app.cli.main", "transcribe", *paths, "--format", "json"]
     start = time.perf_counter()
     subprocess.run(command + ["--output-dir", out_dir], check=True, capture_output=True)
     return time.perf_counter() - start

@@ -29,8 +29,8 @@ from results_file import save_lines
 from transformers import BartConfig, BartForConditionalGeneration, BartTokenizer, GenerationConfig
 
 import scriba
-from scriba.app.engines import get_loop
 from scriba.models.offline import offline_model_path
+from scriba.runtime.loops import get_loop
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHAPTER = os.path.join(HERE, "..", "..", "shared", "data", "dev_longform")

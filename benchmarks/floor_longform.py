@@ -42,11 +42,12 @@ from results_file import save_lines
 from whisper_systems import faster_whisper_systems
 
 import scriba
-from scriba.app.engines import get_engine, speech_config
-from scriba.app.vad import speech_chunks
 from scriba.engine.sequence import SequenceStatus
 from scriba.media.load import SAMPLE_RATE, load_audio
 from scriba.models.quantize import RowScaledLinear, _int8_linear
+from scriba.runtime.loops import get_engine
+from scriba.transcription.engine_settings import speech_config
+from scriba.transcription.vad import speech_chunks
 from scriba.whisper.log_mel import log_mel
 
 POSITIONS = 1500  # the encoder's output positions: 30 s

@@ -9,10 +9,11 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_bart import BART_BASE, make_prompts, hf_generate
+from bench_bart import BART_BASE, hf_generate, make_prompts
+from torch.profiler import ProfilerActivity, profile
 from transformers import BartConfig, BartForConditionalGeneration
+
 from scriba import Engine, SamplingParams
-from torch.profiler import profile, ProfilerActivity
 
 torch.manual_seed(0)
 model = BartForConditionalGeneration(BartConfig(**BART_BASE)).eval()

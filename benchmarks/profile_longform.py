@@ -28,11 +28,12 @@ from machine import cpu_name
 
 import scriba
 from scriba.app import file_transcription, window_decoder
-from scriba.app.engines import get_engine, speech_config
 from scriba.engine import model_runner
 from scriba.engine.sequence import SequenceStatus
 from scriba.kernels.metadata import AttentionType
 from scriba.models.layers import Attention
+from scriba.runtime.loops import get_engine
+from scriba.transcription.engine_settings import speech_config
 from scriba.whisper import log_mel
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -88,7 +88,7 @@ class Server:
         self.tmp = tempfile.mkdtemp(prefix="scriba-soak-")
         # SOAK_SERVER_PREFIX runs the server under a tool, e.g. "heaptrack -o /tmp/soak"
         command = os.environ.get("SOAK_SERVER_PREFIX", "").split()
-        command += [sys.executable, "-c", "from scriba.app.cli import main; main()", "serve"]
+        command += [sys.executable, "-c", "from scriba.app.cli.main import main; main()", "serve"]
         command += ["--port", str(self.port), "--model", "tiny.en"]
         log = open(os.path.join(tempfile.gettempdir(), "scriba-soak-server.log"), "w")  # noqa: SIM115
         self.process = subprocess.Popen(  # its own group: a tool's children stop with it

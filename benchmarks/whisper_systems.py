@@ -13,7 +13,7 @@ from scriba.models.registry import default_model_path
 from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
 
 SCRIBA_MODES = {
-    "default": {},  # on this CPU: int8, the encoder in OpenVINO (scriba.app.engines.speech_config)
+    "default": {},  # on this CPU: int8, the encoder in OpenVINO (scriba.runtime.loops.speech_config)
     "int8-torch-encoder": {"encoder_runtime": "torch"},  # the int8 default before OpenVINO's encoder
     "float32": {"dtype": "float32"},  # the exact mode
     "bfloat16": {"dtype": "bfloat16"},

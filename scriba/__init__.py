@@ -9,13 +9,13 @@ import importlib
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "transcribe": "scriba.app.transcribe",
-    "transcribe_stream": "scriba.app.segment_stream",
-    "TranscriptionInfo": "scriba.app.segment_stream",
-    "TranscribeOptions": "scriba.app.transcribe_options",
-    "summarize": "scriba.app.summarize",
-    "Transcription": "scriba.app.segments",
-    "Segment": "scriba.app.segments",
+    "transcribe": "scriba.transcription.transcribe",
+    "transcribe_stream": "scriba.transcription.stream",
+    "TranscriptionInfo": "scriba.transcription.stream",
+    "TranscribeOptions": "scriba.transcription.options",
+    "summarize": "scriba.summarization.summarize",
+    "Transcription": "scriba.transcription.results",
+    "Segment": "scriba.transcription.results",
     "AudioPrompt": "scriba.whisper.requests",
     "EngineConfig": "scriba.config",
     "Engine": "scriba.engine",

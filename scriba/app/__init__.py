@@ -1,1 +1,2 @@
-"""What people use: transcribe(), the writers, the command line."""
+"""What people use: the command line (cli/), the web app (ui/), the OpenAI-compatible server
+(server/) and the Ray commands (cluster/)."""

@@ -12,5 +12,5 @@
 
 The engine finds the model and the request processing by name (models/registry.py,
 engine/request_processing.py); this package imports the engine, never the other way round.
-Transcription of whole files (windows, VAD, words, the language vote) is in scriba/app/.
+Transcription of whole files (windows, VAD, words, the language vote) is in scriba/transcription/.
 """

@@ -5,12 +5,14 @@ import shutil
 import subprocess
 import sys
 
+import paths
+
 from scriba import Engine, SamplingParams
 
 
 def scriba(*args, stdin=None):
     exe = shutil.which("scriba") or None
-    cmd = [exe, *args] if exe else [sys.executable, "-m", "scriba.app.cli", *args]
+    cmd = [exe, *args] if exe else [sys.executable, "-m", "scriba.app.cli.main", *args]
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=300)
 
 
@@ -42,7 +44,7 @@ def test_bad_option_value(tiny_bart):
     assert result.returncode == 1 and "max_tokens must be a positive integer" in result.stderr
 
 
-JFK = __import__("os").path.join(__import__("os").path.dirname(__file__), "..", "..", "assets", "jfk.flac")
+JFK = paths.JFK
 
 
 def test_transcribe_formats_to_stdout_and_output_dir(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 import soundfile as sf
 from multilingual import clip
 
-from scriba.app.cli import main
+from scriba.app.cli.main import main
 from scriba.app.server.app import ServerSettings, asgi_app
 from scriba.app.server.models import ServedModels
 from scriba.media.load import SAMPLE_RATE, load_audio

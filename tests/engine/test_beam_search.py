@@ -174,9 +174,8 @@ CNN = dict(
 @pytest.fixture(scope="module")
 def tiny_cnn(tmp_path_factory):
     """A tiny BART carrying facebook/bart-large-cnn's generation_config.json."""
-    from transformers import GenerationConfig
-
     from tiny_models import make_tiny_model
+    from transformers import GenerationConfig
 
     path = str(tmp_path_factory.mktemp("tiny-cnn"))
     model = make_tiny_model(path, "bart", seed=5)

@@ -17,19 +17,20 @@ def test_engine_files_name_no_model_family():
 
 
 def test_imports_run_one_way():
-    """app -> whisper -> engine -> models -> kernels, media below whisper and app: no module
-    imports a package above its own (the registry names families as strings, imported late)."""
-    above = {
-        "kernels": ("app", "whisper", "engine", "models", "media"),
-        "models": ("app", "whisper", "engine", "media"),
-        "media": ("app", "whisper", "engine", "models", "kernels"),
-        "engine": ("app", "whisper", "media"),
-        "whisper": ("app",),
-    }
-    for package, banned in above.items():
+    """app -> transcription | summarization -> runtime -> whisper -> engine -> models -> kernels,
+    media below whisper: no module imports a package above its own, and the two pipelines do
+    not import each other (the registry names model families as strings, imported late)."""
+    order = ["app", "transcription|summarization", "runtime", "whisper", "media", "engine", "models", "kernels"]
+    levels = [level.split("|") for level in order]
+    banned = {pkg: [p for upper in levels[:i] for p in upper] for i, level in enumerate(levels) for pkg in level}
+    banned["transcription"].append("summarization")
+    banned["summarization"].append("transcription")
+    banned["media"] += ["engine", "models", "kernels"]  # audio decoding needs no model
+    assert sorted(banned) == sorted(p.name for p in SCRIBA.iterdir() if any(p.glob("*.py")))
+    for package, above in banned.items():
         for path in sorted((SCRIBA / package).rglob("*.py")):
             imported = re.findall(r"^\s*(?:from|import) scriba\.(\w+)", path.read_text(), flags=re.M)
-            wrong = sorted(set(imported) & set(banned))
+            wrong = sorted(set(imported) & set(above))
             assert not wrong, f"{path.relative_to(SCRIBA)} imports scriba.{wrong}"
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 import torch
-
 from oracle import random_prompts
+
 from scriba import Engine, SamplingParams
 
 PARAMS = SamplingParams(max_tokens=24, logprobs=1)

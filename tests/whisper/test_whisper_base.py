@@ -11,8 +11,8 @@ from oracle import hf_token_times, scriba_token_times, transformers_whisper
 
 import scriba
 from scriba import SamplingParams
-from scriba.app.engines import get_engine
 from scriba.media.load import load_audio
+from scriba.runtime.loops import get_engine
 from scriba.whisper.log_mel import log_mel
 
 # faster-whisper and Scriba pad a short window differently (zeros in log-mel space, as

@@ -2,6 +2,7 @@
 
 import os
 
+import paths
 import pytest
 import torch
 from oracle import transformers_tiny_en
@@ -12,7 +13,7 @@ from scriba.models.registry import default_model_path
 from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
 from scriba.whisper.log_mel import log_mel
 
-JFK = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "jfk.flac")
+JFK = paths.JFK
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from scriba.app.cluster import ray_runtime
 from scriba.app.cluster.inputs import expand_inputs, is_remote
 from scriba.app.cluster.results_file import ResultsFile
 from scriba.app.cluster.transcriber import Transcriber, error_row
-from scriba.app.transcribe_options import TranscribeOptions
+from scriba.transcription.options import TranscribeOptions
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scriba.app.cli_engine_options import add_engine_options, engine_options
+from scriba.app.cli.engine_options import add_engine_options, engine_options
 
 
 def add_ray_serve_options(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +46,7 @@ def run_batch(args: argparse.Namespace) -> int:
     need_ray()  # before any work: say at once when Ray is missing
     from scriba.app.cluster.batch import BatchPlan
     from scriba.app.cluster.batch import run_batch as batch
-    from scriba.app.transcribe_options import VAD_CHOICES, TranscribeOptions
+    from scriba.transcription.options import VAD_CHOICES, TranscribeOptions
 
     options = TranscribeOptions(  # checked here: a typo fails once, not in every file's row
         model=args.model,

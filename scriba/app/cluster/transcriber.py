@@ -44,7 +44,8 @@ class Transcriber:
     one engine loop), which keeps the batch full while one call finishes its last windows."""
 
     def __init__(self, options):
-        from scriba.app.engines import get_loop, speech_config
+        from scriba.runtime.loops import get_loop
+        from scriba.transcription.engine_settings import speech_config
 
         self.options = options  # TranscribeOptions
         get_loop(options.model, **speech_config(options.engine))  # load now: the first batch should not wait
@@ -62,7 +63,7 @@ class Transcriber:
     def _transcribe(self, audios: list[bytes]) -> list[dict]:
         """Transcripts as dicts; a file that cannot be read or decoded gets its error, and a
         batch that fails as a whole is tried file by file, so one bad file fails alone."""
-        from scriba.app.transcribe import transcribe
+        from scriba.transcription.transcribe import transcribe
 
         if not audios:
             return []

@@ -11,8 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import StreamingResponse
 
-from scriba.app.engines import EngineBusy, EngineClosed
-from scriba.app.segment_stream import transcribe_stream
 from scriba.app.server.errors import APIError, engine_unavailable, media_error
 from scriba.app.server.responses import (
     FORMATS,
@@ -22,10 +20,12 @@ from scriba.app.server.responses import (
     render,
 )
 from scriba.app.server.uploads import remove, save_upload, upload_name
-from scriba.app.transcribe import transcribe
-from scriba.app.transcribe_options import TEMPERATURES, TranscribeOptions
-from scriba.app.window_decoder import Cancelled
 from scriba.media.load import SAMPLE_RATE, AudioError, load_audio
+from scriba.runtime.loops import EngineBusy, EngineClosed
+from scriba.transcription.options import TEMPERATURES, TranscribeOptions
+from scriba.transcription.stream import transcribe_stream
+from scriba.transcription.transcribe import transcribe
+from scriba.transcription.window_decoder import Cancelled
 
 router = APIRouter()
 # transcribe() calls mostly wait on the engine loop: enough threads that every client's request

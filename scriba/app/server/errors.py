@@ -69,7 +69,7 @@ class APIError(Exception):
 
 def engine_unavailable(error: Exception) -> APIError:
     """An engine that cannot take a request now: full (429) or closed (503), with Retry-After."""
-    from scriba.app.engines import EngineBusy
+    from scriba.runtime.loops import EngineBusy
 
     if isinstance(error, EngineBusy):
         return APIError(429, f"busy: {error}", code="rate_limit_exceeded", retry_after=2)

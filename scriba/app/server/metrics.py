@@ -14,32 +14,23 @@ from scriba.engine.host_heap import heap_bytes
 
 class EngineCollector:
     def collect(self):
-        from scriba.app.engines import _loops
+        from scriba.runtime.loops import stats
 
+        loops = stats()
         gauges = {
-            "scriba_queue_depth": ("requests queued or running", lambda loop: loop.pending),
-            "scriba_running_sequences": (
-                "sequences in the running batch",
-                lambda loop: sum(len(g.seqs) for g in loop.engine.scheduler.running),
-            ),
-            "scriba_kv_blocks_used": (
-                "KV cache blocks in use",
-                lambda loop: loop.engine.block_manager.num_total() - loop.engine.block_manager.num_free(),
-            ),
-            "scriba_kv_blocks_free": (
-                "KV cache blocks free",
-                lambda loop: loop.engine.block_manager.num_free(),
-            ),
+            "scriba_queue_depth": ("requests queued or running", "pending"),
+            "scriba_running_sequences": ("sequences in the running batch", "running_sequences"),
+            "scriba_kv_blocks_used": ("KV cache blocks in use", "kv_blocks_used"),
+            "scriba_kv_blocks_free": ("KV cache blocks free", "kv_blocks_free"),
         }
-        loops = list(_loops.items())
-        for name, (doc, read) in gauges.items():
+        for name, (doc, field) in gauges.items():
             family = GaugeMetricFamily(name, doc, labels=["model"])
-            for key, loop in loops:
-                family.add_metric([str(key[0])], read(loop))
+            for loop in loops:
+                family.add_metric([str(loop.model)], getattr(loop, field))
             yield family
         tokens = CounterMetricFamily("scriba_generated_tokens", "tokens generated", labels=["model"])
-        for key, loop in loops:
-            tokens.add_metric([str(key[0])], loop.generated_tokens)
+        for loop in loops:
+            tokens.add_metric([str(loop.model)], loop.generated_tokens)
         yield tokens
         heap = heap_bytes()
         if heap is not None:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from scriba.app.engines import close_loops, default_whisper_models, get_loop, speech_config
 from scriba.app.server.errors import APIError
+from scriba.runtime.loops import close_loops, get_loop
+from scriba.transcription.engine_settings import default_whisper_models, speech_config
 
 BUNDLED_NAME = "tiny.en"  # the bundled default Whisper (model=None)
 WHISPER_ALIAS = "whisper-1"  # OpenAI's name: the first served Whisper model

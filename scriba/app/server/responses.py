@@ -8,8 +8,8 @@ import json
 
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from scriba.app.segments import Transcription
-from scriba.app.writers import to_srt, to_vtt
+from scriba.transcription.results import Transcription
+from scriba.transcription.writers import to_srt, to_vtt
 
 FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 

@@ -7,9 +7,9 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from scriba.app.engines import EngineBusy, EngineClosed
 from scriba.app.server.errors import APIError, engine_unavailable
-from scriba.app.summarize import summarize
+from scriba.runtime.loops import EngineBusy, EngineClosed
+from scriba.summarization.summarize import summarize
 
 router = APIRouter()
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from scriba.app.engines import get_loop, speech_config
+from scriba.runtime.loops import get_loop
+from scriba.transcription.engine_settings import speech_config
 
 BUNDLED = "tiny.en (bundled)"  # the dropdown's name for the offline default (model=None)
 

@@ -9,10 +9,10 @@ import html
 import os
 import threading
 
-from scriba.app.live import LiveTranscript
-from scriba.app.transcribe_options import TranscribeOptions
 from scriba.app.ui.choices import model_arg
 from scriba.app.ui.uploads import scratch_folder
+from scriba.transcription.live import LiveTranscript
+from scriba.transcription.options import TranscribeOptions
 
 STREAM_EVERY = 0.5  # how often the page sends microphone audio (the browser may send 0.1 s chunks)
 
@@ -80,7 +80,7 @@ def live_stop(session: LiveSession | None):
     import gradio as gr
     import soundfile as sf
 
-    from scriba.app.transcribe import transcribe
+    from scriba.transcription.transcribe import transcribe
 
     live = session.stop() if session is not None else None
     if live is None or live.samples == 0:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import gradio as gr
 
-from scriba.app.engines import default_whisper_models
-from scriba.app.summarize import DEFAULT_SUMMARIZER
 from scriba.app.ui import uploads
 from scriba.app.ui.choices import BUNDLED, Summarizer, preload
 from scriba.app.ui.live_tab import build_live_tab
@@ -20,6 +18,8 @@ from scriba.app.ui.summarize_tab import (
     summarizer_state,
 )
 from scriba.app.ui.transcribe_tab import PRECISIONS, follow_model, seek_to_segment, stream_transcription
+from scriba.summarization.summarize import DEFAULT_SUMMARIZER
+from scriba.transcription.engine_settings import default_whisper_models
 
 # After a segment click has moved the player: play from there (the player's own Play button).
 PLAY_JS = "() => { document.querySelector('#audio button[aria-label=\"Play\"]')?.click(); }"

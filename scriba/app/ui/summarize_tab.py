@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import os
 
-from scriba.app.summarize import summarize
-from scriba.app.summary_result import hms
 from scriba.app.ui import uploads
 from scriba.app.ui.choices import Summarizer
+from scriba.summarization.result import hms
+from scriba.summarization.summarize import summarize
 
 
 def run_summary(text, upload, model, max_length, min_length):

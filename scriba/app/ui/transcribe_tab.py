@@ -6,14 +6,14 @@ from __future__ import annotations
 import os
 import threading
 
-from scriba.app.segment_stream import transcribe_stream
-from scriba.app.transcribe_options import TranscribeOptions
 from scriba.app.ui import uploads
 from scriba.app.ui.choices import describe_model, model_arg, whisper_facts
 from scriba.app.ui.text import clock, language_line, paragraphs, seconds_of
-from scriba.app.window_decoder import Cancelled
-from scriba.app.writers import FORMATS, write_transcript
 from scriba.media.load import SAMPLE_RATE, AudioError, load_audio
+from scriba.transcription.options import TranscribeOptions
+from scriba.transcription.stream import transcribe_stream
+from scriba.transcription.window_decoder import Cancelled
+from scriba.transcription.writers import FORMATS, write_transcript
 
 # The precision choices, as engine options (README: CPU modes).
 PRECISIONS = {

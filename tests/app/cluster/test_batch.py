@@ -12,13 +12,14 @@ import sys
 import time
 
 import numpy as np
+import paths
 import pytest
 import soundfile as sf
 
 import scriba
 from scriba.app.cluster.results_file import read_rows
 
-JFK = os.path.join(os.path.dirname(__file__), "..", "..", "..", "assets", "jfk.flac")
+JFK = paths.JFK
 CUTS = [(0.0, 2.5), (2.2, 8.1), (8.1, 11.0), (0.0, 8.1), (2.2, 11.0), (0.0, 11.0)]
 FORMATS = [("wav", "PCM_16"), ("flac", "PCM_16"), ("ogg", "VORBIS")]
 # The exact mode: with the CPU default (int8 activations) a 1-thread worker's GEMM blocking can
@@ -49,7 +50,7 @@ def expected(clips):
 
 def batch(*args):
     """Run `scriba batch ARGS` to the end; its stderr."""
-    command = [sys.executable, "-m", "scriba.app.cli", "batch", *map(str, args), *EXACT]
+    command = [sys.executable, "-m", "scriba.app.cli.main", "batch", *map(str, args), *EXACT]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stderr
@@ -104,7 +105,7 @@ def test_a_folder_gives_one_row_per_file_and_a_rerun_does_only_what_is_left(clip
 
 def test_a_worker_killed_mid_job_leaves_every_file_transcribed_once(clips, expected, tmp_path):
     out = tmp_path / "out.parquet"
-    command = [sys.executable, "-m", "scriba.app.cli", "batch", str(clips), "--output", str(out)]
+    command = [sys.executable, "-m", "scriba.app.cli.main", "batch", str(clips), "--output", str(out)]
     log = open(tmp_path / "log", "w+")  # a file: a full pipe would stall the job
     options = ["--workers", "2", "--files-per-batch", "1", *EXACT]
     job = subprocess.Popen(command + options, stdout=log, stderr=log)

@@ -13,12 +13,13 @@ import sys
 import time
 import urllib.request
 
+import paths
 import pytest
 from openai import OpenAI
 
 import scriba
 
-JFK = os.path.join(os.path.dirname(__file__), "..", "..", "..", "assets", "jfk.flac")
+JFK = paths.JFK
 
 
 def free_port() -> int:
@@ -37,7 +38,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     port = free_port()
-    command = [sys.executable, "-m", "scriba.app.cli", "serve", "--ray", "--replicas", "2"]
+    command = [sys.executable, "-m", "scriba.app.cli.main", "serve", "--ray", "--replicas", "2"]
     command += ["--port", str(port), "--api-key", "k"]
     log = open(tmp_path_factory.mktemp("serve") / "log", "w+")  # a file: a full pipe would stall it
     # Started with SIGINT ignored, as a shell's background job is: Ctrl-C must still stop it.

@@ -6,13 +6,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from scriba.app.cli import main
+from scriba.app.cli.main import main
 
 WITHOUT_RAY = """
 import sys
 sys.modules["ray"] = None  # as if it were not installed: `import ray` raises ImportError
-import scriba, scriba.app.transcribe, scriba.app.server.app, scriba.app.ui, scriba.app.cli
-from scriba.app.cli import main
+import scriba, scriba.transcription.transcribe, scriba.app.server.app, scriba.app.ui, scriba.app.cli.main
+from scriba.app.cli.main import main
 print(main(["batch", "x.wav", "--output", "out.jsonl"]), main(["serve", "--ray"]))
 """
 
@@ -25,7 +25,7 @@ def test_scriba_imports_and_says_how_to_get_ray_without_it(tmp_path):
 
 
 def test_nothing_but_the_ray_commands_imports_ray():
-    code = "import sys, scriba.app.transcribe, scriba.app.server.app, scriba.app.ui, scriba.app.cli; "
+    code = "import sys, scriba.transcription.transcribe, scriba.app.server.app, scriba.app.ui, scriba.app.cli.main; "
     code += "print('ray' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "False", done.stderr[-2000:]

@@ -1,0 +1,1 @@
+"""The `scriba` command (main.py) and its engine options (engine_options.py)."""

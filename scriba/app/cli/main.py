@@ -1,0 +1,351 @@
+"""The `scriba` command line.
+
+    scriba transcribe FILE ... [--model M] [--language L] [--task T] [--mode M] [--beam-size K]
+                               [--format txt|srt|vtt|json] [--output-dir DIR]
+    scriba summarize FILE|TRANSCRIPT.json|- [--model M] [--max-length N] [--min-length N] [--format txt|json]
+    scriba ui [--host 127.0.0.1] [--port 7860] [--share]
+    scriba download MODEL [--revision R] [--to FOLDER]
+    scriba serve [--host 127.0.0.1] [--port 8000] [--model M ...] [--summarizer S] [--api-key KEY] [--ui]
+    scriba batch INPUTS... --output OUT.jsonl|OUT.parquet [--workers N] [--ray-address ADDR]
+    scriba generate MODEL [TEXT ...] [--max-tokens N] [--temperature T] [--seed S] [--json]
+
+Commands that run a model take --device, --dtype, --quantization int8, --kv-cache-dtype and
+--threads.
+Errors print one line on stderr and exit 1; bad usage exits 2 (argparse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from scriba.app.cli.engine_options import add_engine_options, engine_options
+from scriba.app.cluster.commands import (
+    add_batch_parser,
+    add_ray_serve_options,
+    run_batch,
+    run_serve_on_ray,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scriba", description="Scriba: encoder/decoder inference (BART, Whisper)."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_generate(sub)
+    _add_transcribe(sub)
+    _add_summarize(sub)
+    _add_ui(sub)
+    _add_serve(sub)
+    _add_download(sub)
+    add_batch_parser(sub)
+    return parser
+
+
+def _add_generate(sub) -> None:
+    gen = sub.add_parser("generate", help="run an encoder/decoder model on texts")
+    gen.add_argument("model", help="Hugging Face hub id or local checkpoint folder")
+    gen.add_argument("texts", nargs="*", help="input texts (default: one per line from stdin)")
+    gen.add_argument("--max-tokens", type=int, default=64)
+    gen.add_argument("--temperature", type=float, default=0.0)
+    gen.add_argument("--top-p", type=float, default=1.0)
+    gen.add_argument("--seed", type=int, default=None)
+    add_engine_options(gen)
+    gen.add_argument("--json", action="store_true", help="print one JSON object per input")
+
+
+def _add_transcribe(sub) -> None:
+    tr = sub.add_parser(
+        "transcribe", help="transcribe audio files (default model: the bundled Whisper tiny.en)"
+    )
+    tr.add_argument("files", nargs="+", help="audio files (wav, flac, ogg, mp3, m4a, mp4, webm, opus, ...)")
+    tr.add_argument("--model", default=None, help="Whisper checkpoint: hub id, folder, or CTranslate2 folder")
+    tr.add_argument("--language", default=None, help="language code or name (default: detect)")
+    tr.add_argument("--task", default="transcribe", choices=["transcribe", "translate"])
+    tr.add_argument("--mode", default="batched", choices=["batched", "sequential"])
+    tr.add_argument("--beam-size", type=int, default=1)
+    tr.add_argument(
+        "--no-timestamps", action="store_true", help="one segment per window, no timestamp tokens"
+    )
+    tr.add_argument(
+        "--word-timestamps", action="store_true", help="time each word (JSON gets words; see --word-cues)"
+    )
+    tr.add_argument(
+        "--word-cues", action="store_true", help="SRT/VTT: one cue per word (with --word-timestamps)"
+    )
+    tr.add_argument(
+        "--vad",
+        default="auto",
+        choices=["auto", "on", "off"],
+        help="decode only the speech Silero VAD finds (auto: for audio over 30 s)",
+    )
+    tr.add_argument(
+        "--language-detection-threshold",
+        type=float,
+        default=0.5,
+        help="a speech window this sure of its language decides it (else more windows vote)",
+    )
+    tr.add_argument(
+        "--language-detection-segments", type=int, default=3, help="speech windows that vote at most"
+    )
+    tr.add_argument("--format", default="txt", choices=["txt", "srt", "vtt", "json"])
+    tr.add_argument("--output-dir", default=None, help="write <file stem>.<format> there instead of printing")
+    add_engine_options(tr)
+
+
+def _add_summarize(sub) -> None:
+    sm = sub.add_parser(
+        "summarize", help="summarize a text file or a transcript's JSON (with sections), or standard input"
+    )
+    sm.add_argument(
+        "file", help="a text file, a `scriba transcribe --format json` file, or - for standard input"
+    )
+    sm.add_argument("--model", default="facebook/bart-large-cnn")
+    sm.add_argument("--max-length", type=int, default=None)
+    sm.add_argument("--min-length", type=int, default=None)
+    sm.add_argument(
+        "--format", default="txt", choices=["txt", "json"], help="json: the summary, its levels and sections"
+    )
+    add_engine_options(sm)
+
+
+def _add_ui(sub) -> None:
+    ui = sub.add_parser("ui", help="start the web app (Gradio)")
+    ui.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
+    ui.add_argument("--port", type=int, default=7860)
+    ui.add_argument("--share", action="store_true", help="also open a public gradio.live link")
+    ui.add_argument(
+        "--whisper-model",
+        action="append",
+        default=None,
+        help="a Whisper model the page offers (repeat for several; the first loads at start; "
+        "default: the bundled tiny.en)",
+    )
+    ui.add_argument("--summarizer", default="facebook/bart-large-cnn")
+
+
+def _add_serve(sub) -> None:
+    sv = sub.add_parser("serve", help="an OpenAI-compatible server (/v1/audio/transcriptions, ...)")
+    sv.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
+    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--model", action="append", default=None, help="a Whisper model to serve (repeatable)")
+    sv.add_argument("--summarizer", default=None, help="a summarization model to serve")
+    sv.add_argument("--api-key", default=None, help="require Authorization: Bearer KEY on /v1 routes")
+    sv.add_argument("--allow-models", default="", help="comma-separated extra models requests may ask for")
+    sv.add_argument("--max-loaded", type=int, default=2, help="engines kept loaded (least recently used go)")
+    sv.add_argument("--ui", action="store_true", help="also mount the web app at /ui")
+    add_engine_options(sv)
+    add_ray_serve_options(sv)
+
+
+def _add_download(sub) -> None:
+    dl = sub.add_parser("download", help="fetch a model from the Hugging Face hub for offline use")
+    dl.add_argument("model", help="hub id, e.g. facebook/bart-large-cnn or openai/whisper-small")
+    dl.add_argument("--revision", default=None, help="branch, tag or commit")
+    dl.add_argument("--to", default=None, help="a folder to put it in (default: the Hugging Face cache)")
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from scriba.app.server.app import ServerSettings, serve
+    from scriba.app.server.models import ServedModels
+
+    config = {k: v for k, v in engine_options(args).items() if v not in (None, "auto")}
+    allow = [m.strip() for m in args.allow_models.split(",") if m.strip()]
+    if args.ray:
+        return run_serve_on_ray(args, config, allow)
+    served = ServedModels(args.model or [], args.summarizer, allow, args.max_loaded, **config)
+    ui = None
+    if args.ui:
+        from scriba.app.ui import build_ui
+
+        ui = build_ui(args.model, args.summarizer or "facebook/bart-large-cnn")
+    serve(served, ServerSettings(api_key=args.api_key), args.host, args.port, ui)
+    return 0
+
+
+def run_download(args: argparse.Namespace) -> int:
+    from scriba.models.loader import download_model
+
+    print(download_model(args.model, args.revision, args.to))
+    return 0
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    from scriba import Engine, SamplingParams
+
+    texts = args.texts or [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    if not texts:
+        raise ValueError("no input texts: give them as arguments or on standard input")
+    params = SamplingParams(
+        max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed
+    )
+    engine = Engine(args.model, **engine_options(args))
+    for out in engine.generate(texts, params):
+        completion = out.outputs[0]
+        if args.json:
+            record = {
+                "input": out.encoder_prompt,
+                "text": completion.text,
+                "token_ids": completion.token_ids,
+                "finish_reason": completion.finish_reason,
+            }
+            print(json.dumps(record, ensure_ascii=False))
+        else:
+            print(completion.text)
+    return 0
+
+
+def transcribe_options(args: argparse.Namespace):
+    """`scriba transcribe`'s flags as TranscribeOptions."""
+    from scriba.transcription.options import VAD_CHOICES, TranscribeOptions
+
+    return TranscribeOptions(
+        model=args.model,
+        language=args.language,
+        task=args.task,
+        mode=args.mode,
+        beam_size=args.beam_size,
+        timestamps=not args.no_timestamps,
+        word_timestamps=args.word_timestamps,
+        vad_filter=VAD_CHOICES[args.vad],
+        language_detection_threshold=args.language_detection_threshold,
+        language_detection_segments=args.language_detection_segments,
+        engine=engine_options(args),
+    )
+
+
+def _print_as_decoded(audio, args: argparse.Namespace) -> None:
+    """One file to the terminal: each segment printed as soon as it is decoded, in order."""
+    from scriba.transcription.stream import transcribe_stream
+    from scriba.transcription.writers import stream_transcript
+
+    bar = sys.stderr.isatty() and not sys.stdout.isatty()  # on a terminal, the text is the progress
+    segments, _ = transcribe_stream(audio, transcribe_options(args), progress=bar)
+    for piece in stream_transcript(segments, args.format, args.word_cues):
+        print(piece, end="", flush=True)
+
+
+def run_transcribe(args: argparse.Namespace) -> int:
+    import os
+
+    from scriba.media.load import AudioError, load_audio
+    from scriba.transcription.transcribe import transcribe
+    from scriba.transcription.writers import format_transcript, write_transcript
+
+    missing = [f for f in args.files if not os.path.isfile(f)]
+    if missing:
+        raise FileNotFoundError(
+            f"no such audio file: {missing[0]}"
+            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+        )
+    waves, names, failed = [], [], 0
+    for f in args.files:  # a file that is not audio is reported; the others are still transcribed
+        try:
+            waves.append((load_audio(f), 16000))
+            names.append(f)
+        except AudioError as e:
+            print(f"scriba: error: {e}", file=sys.stderr)
+            failed += 1
+    if len(waves) == 1 and not args.output_dir and args.format != "json":
+        _print_as_decoded(waves[0], args)
+    elif waves:
+        results = transcribe(waves, transcribe_options(args), progress=sys.stderr.isatty())
+        for name, result in zip(names, results):
+            stem = os.path.splitext(os.path.basename(name))[0]
+            if args.output_dir:
+                path = write_transcript(result, args.format, args.output_dir, stem, args.word_cues)
+                print(path, file=sys.stderr)
+            else:
+                if len(names) > 1:
+                    print(f"==> {name} <==")
+                print(format_transcript(result, args.format, args.word_cues), end="")
+    return 1 if failed else 0
+
+
+def run_summarize(args: argparse.Namespace) -> int:
+    from scriba.summarization.summarize import summarize
+
+    text = sys.stdin.read() if args.file == "-" else _read_text(args.file)
+    summary = summarize(
+        _transcript_or_text(text),
+        model=args.model,
+        max_length=args.max_length,
+        min_length=args.min_length,
+        **engine_options(args),
+    )
+    if args.format == "json":
+        print(json.dumps(summary.to_dict(), ensure_ascii=False, indent=2))
+        return 0
+    print(summary)
+    if len(summary.sections) > 1:
+        print("\n" + "\n".join(f"{s.time_range}  {' '.join(s.summary.split())}" for s in summary.sections))
+    if summary.levels > 1:
+        levels = " -> ".join(str(n) for n in summary.pieces)
+        print(f"scriba: summarized in {summary.levels} levels ({levels} pieces)", file=sys.stderr)
+    return 0
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _transcript_or_text(text: str):
+    """A transcript's JSON (`scriba transcribe --format json`) as its dict; anything else as text."""
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            return text
+        if isinstance(data, dict) and "segments" in data:
+            return data
+    return text
+
+
+def run_ui(args: argparse.Namespace) -> int:
+    from scriba.app.ui import launch
+
+    launch(
+        host=args.host,
+        port=args.port,
+        share=args.share,
+        whisper_model=args.whisper_model,
+        summarizer=args.summarizer,
+    )
+    return 0
+
+
+COMMANDS = {
+    "generate": run_generate,
+    "transcribe": run_transcribe,
+    "summarize": run_summarize,
+    "ui": run_ui,
+    "download": run_download,
+    "serve": run_serve,
+    "batch": run_batch,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (
+        OSError,
+        ValueError,
+        TypeError,
+        UnicodeDecodeError,
+        ImportError,  # an optional extra that is not installed (e.g. Ray): the message says how
+    ) as e:  # bad model, bad input: one line, no traceback
+        message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"scriba: error: {message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("scriba: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+"""The long-form loop: which windows are decoded, in which order, and what each result becomes.
+
+One driver owns the queue, the retries, the language and the order in which segments come out;
+the window decoder only decodes (window_decoder.py), the policy is pure (windows.py, guards.py,
+segmenting.py). Two plans:
+- "batched" (the default): every window of every file is queued at once, packed from speech
+  chunks and cut only in pauses. A window whose text runs past its last complete timestamp
+  pair is not truncated: its tail is queued as a new window from that timestamp, conditioned
+  on the text before it, into the same running batch.
+- "sequential": openai-whisper's algorithm: each window starts where the last complete segment
+  ended and is conditioned on the text so far; several files advance together.
+Both retry a window at higher temperatures when its output looks wrong (compression ratio >
+2.4 or average log-prob < -1), skip windows that hold no speech, and detect the language once
+per file, from its first speech windows (language_vote.py). `run` yields what a caller hears,
+in order: each file's language once it is known, and its segments once no earlier window of
+the file is still decoding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from scriba.media.load import SAMPLE_RATE
+from scriba.transcription.file import FileTranscription
+from scriba.transcription.results import Segment, WindowResult
+from scriba.transcription.window_decoder import Window, WindowDecoder
+from scriba.transcription.windows import (
+    FILL_SAMPLES,
+    is_silent,
+    pack_windows,
+    quiet_cut_windows,
+    sequential_window,
+    tail_window,
+)
+
+
+@dataclass(frozen=True)
+class LanguageFound:
+    """File `file`'s language is known (None: no window of it held speech)."""
+
+    file: int
+    language: str | None
+    probability: float | None
+
+
+@dataclass(frozen=True)
+class SegmentsReady:
+    """Segments of file `file`, in order, that no earlier window of the file can precede."""
+
+    file: int
+    segments: list[Segment]
+
+
+Event = LanguageFound | SegmentsReady
+
+
+def run(decoder: WindowDecoder, files: list[FileTranscription], mode: str, condition: bool) -> Iterator[Event]:
+    """Decode `files` to the end (`mode` "batched" or "sequential"; `condition`: each window
+    gets the text before it as its prompt), yielding events as they happen."""
+    plan = Batched(decoder, files, condition) if mode == "batched" else Sequential(decoder, files, condition)
+    told: set[int] = set()
+    decoder.submit(plan.start())
+    yield from _languages(files, told)
+    results = decoder.results()
+    try:
+        for window, result in results:
+            if decoder.can_retry(window, result):  # at the next temperature, in the language found
+                language = window.language or result.language
+                decoder.submit([replace(window, attempt=window.attempt + 1, language=language)])
+                continue
+            follow, ready = plan.on_result(window, result)
+            decoder.submit(follow)
+            yield from _languages(files, told)
+            if ready:
+                yield SegmentsReady(window.file, ready)
+    finally:  # closed early: the windows in flight are cancelled now
+        results.close()
+    for f, file in enumerate(files):
+        if f not in told:
+            file.decide_language()
+        rest = file.rest()
+        if rest:
+            yield SegmentsReady(f, rest)
+    yield from _languages(files, told, final=True)
+
+
+def _languages(files: list[FileTranscription], told: set[int], final: bool = False) -> Iterator[Event]:
+    """LanguageFound for each file whose language is now known and not yet told."""
+    for f, file in enumerate(files):
+        if f not in told and (final or not file.detecting):
+            told.add(f)
+            yield LanguageFound(f, file.language, file.language_probability)
+
+
+class Batched:
+    """Every window at once, except in a file whose language is to be detected: its first
+    speech windows go first, one at a time until the vote is decided, and the rest follow
+    with the language found."""
+
+    def __init__(self, decoder: WindowDecoder, files: list[FileTranscription], condition: bool):
+        self.decoder, self.files, self.condition = decoder, files, condition
+        self.guards = decoder.guards
+        self.waiting: dict[int, list[Window]] = {}  # windows held until the file's language is found
+
+    def start(self) -> list[Window]:
+        first: list[Window] = []
+        for f, file in enumerate(self.files):
+            if file.vad:
+                bounds = pack_windows(file.map.bounds(), breaks=set(file.map.region_ends()), fill=FILL_SAMPLES)
+            else:
+                bounds = quiet_cut_windows(file.stream)
+            windows = [file.window(f, s, e, file.context) for s, e in bounds]
+            windows = [w for w in windows if not is_silent(w.samples)]
+            file.pending = [(w.start, w.end) for w in windows]
+            first += windows[:1] if file.detecting else windows
+            self.waiting[f] = windows[1:] if file.detecting else []
+        return first
+
+    def on_result(self, window: Window, result: WindowResult) -> tuple[list[Window], list[Segment]]:
+        """(the windows to decode next, the file's segments now ready)."""
+        file = self.files[window.file]
+        no_speech = self.guards.is_no_speech(result)
+        if not file.detecting:
+            return ([], file.settled(window)) if no_speech else self._settle(window, result)
+        ready = file.settled(window) if no_speech else []
+        if not no_speech:
+            file.vote.add(window, result)
+        waiting = self.waiting[window.file]
+        if waiting and not file.vote.decided:  # the next speech window, still detecting
+            return [waiting.pop(0)], ready
+        file.decide_language()
+        follow: list[Window] = []
+        for voter, voted in file.vote.entries:
+            if voted.language == file.language:
+                more, settled = self._settle(voter, voted)
+                follow, ready = follow + more, ready + settled
+            else:  # decoded in another language: again, in the file's
+                follow.append(replace(voter, language=file.language, attempt=0))
+        self.waiting[window.file] = []
+        return follow + [replace(w, language=file.language) for w in waiting], sorted(ready, key=_start)
+
+    def _settle(self, window: Window, result: WindowResult) -> tuple[list[Window], list[Segment]]:
+        """A window in the file's language: its segments; its unfinished tail, if any, is next."""
+        file = self.files[window.file]
+        new, advance = file.add(window, result, self.decoder)
+        tail = tail_window(window.start, window.end, advance)
+        ready = file.settled(window, tail)
+        if tail is None:
+            return [], ready
+        prev = self.guards.next_context(list(window.prev_ids), new, result, self.condition)
+        return [file.window(window.file, *tail, prev)], ready
+
+
+class Sequential:
+    """openai-whisper's loop, for every file at once: each file has one window in flight."""
+
+    def __init__(self, decoder: WindowDecoder, files: list[FileTranscription], condition: bool):
+        self.decoder, self.files, self.condition = decoder, files, condition
+        self.guards = decoder.guards
+
+    def start(self) -> list[Window]:
+        return [w for f in range(len(self.files)) for w in self._next_window(f)]
+
+    def on_result(self, window: Window, result: WindowResult) -> tuple[list[Window], list[Segment]]:
+        """(the next window of the file, if any; the segments this window added)."""
+        file = self.files[window.file]
+        if file.detecting:
+            return self._vote(window, result)
+        if self.guards.is_no_speech(result):
+            file.seek = window.end
+            return self._next_window(window.file), []
+        new, advance = file.add(window, result, self.decoder)
+        file.seek = window.start + max(1, round(advance * SAMPLE_RATE))
+        file.context = tuple(self.guards.next_context(list(file.context), new, result, self.condition))
+        return self._next_window(window.file), file.settled(window)  # in order: one window at a time
+
+    def _vote(self, window: Window, result: WindowResult) -> tuple[list[Window], list[Segment]]:
+        """A window that voted on the language: the next one votes too, until the vote is
+        decided; then decoding starts again from the first voter (kept if in the language)."""
+        file = self.files[window.file]
+        if not self.guards.is_no_speech(result):
+            file.vote.add(window, result)
+        file.seek = window.end
+        more = [] if file.vote.decided else self._next_window(window.file)
+        if more:
+            return more, []
+        file.decide_language()
+        if file.language is None:  # no window held speech
+            return [], []
+        voter, voted = file.vote.entries[0]
+        file.seek = voter.start
+        if voted.language == file.language:
+            return self.on_result(voter, voted)
+        return self._next_window(window.file), []
+
+    def _next_window(self, f: int) -> list[Window]:
+        file = self.files[f]
+        region_ends = file.map.region_ends()
+        while file.seek < len(file.stream):
+            start, end = sequential_window(file.seek, region_ends)
+            if not is_silent(file.stream[start:end]):
+                return [file.window(f, start, end, file.context)]
+            file.seek = end
+        return []
+
+
+def _start(segment: Segment) -> float:
+    return segment.start

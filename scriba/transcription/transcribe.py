@@ -1,0 +1,109 @@
+"""transcribe(): audio of any length to text, through the shared engine.
+
+Long audio first goes through voice activity detection (vad.py): only its speech is decoded,
+laid end to end, and times are mapped back to the file. The long-form loop is driver.py's;
+here the request is checked, the model and the audio loaded, and the run's events gathered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from scriba.media.load import AudioError, AudioInput, is_audio_pair, load_audio
+from scriba.runtime.loops import get_loop
+from scriba.transcription.driver import Event, SegmentsReady, run
+from scriba.transcription.engine_settings import speech_config
+from scriba.transcription.file import FileTranscription
+from scriba.transcription.options import TranscribeOptions
+from scriba.transcription.progress import Progress, Reporter, reporter
+from scriba.transcription.results import Transcription
+from scriba.transcription.window_decoder import WindowDecoder
+from scriba.whisper.languages import language_code
+
+
+def transcribe(
+    audio: AudioInput | Sequence[AudioInput],
+    options: TranscribeOptions | None = None,
+    *,
+    progress: bool | Reporter = False,
+    on_segments=None,
+    cancel=None,
+    **given,
+) -> Transcription | list[Transcription]:
+    """Transcribe (or translate to English) audio of any length; a list returns a list.
+
+    `audio`: a path, bytes, a file object, `(float array, sample_rate)` or a 16 kHz array.
+    `options`: a TranscribeOptions, and/or its fields and EngineConfig settings as keyword
+    arguments (`transcribe(path, model="base", language="de", word_timestamps=True)`).
+    `progress`: True for a bar on stderr, or a callable given each `Progress(stage, done,
+    total)` (progress.py). `on_segments(file_index, segments)` hears each file's segments in
+    order, as soon as no earlier window of the file is still decoding. `cancel`: a
+    threading.Event; once set, the windows in flight are aborted and `Cancelled` is raised.
+    """
+    o = TranscribeOptions.build(options, **given)
+    single = not isinstance(audio, (list, tuple)) or is_audio_pair(audio)
+    sources = [audio] if single else list(audio)
+    job = begin(sources, single or o.on_error == "raise", o, progress, cancel)
+    for event in job.events:
+        if on_segments is not None and isinstance(event, SegmentsReady):
+            on_segments(event.file, event.segments)
+    job.say(Progress("done", job.decoder.finished, job.decoder.finished))
+    results = [job.errors.get(i) or f.finish(o.word_timestamps) for i, f in enumerate(job.files)]
+    return results[0] if single else results
+
+
+@dataclass
+class Job:
+    """A transcription under way: its files, the unreadable inputs' error entries, and
+    `events`, the long-form loop (driver.run): read to the end, it has decoded every file."""
+
+    decoder: WindowDecoder
+    files: list[FileTranscription]
+    errors: dict[int, Transcription]
+    events: Iterator[Event]
+    say: Callable
+
+
+def begin(sources: list, raise_errors: bool, o: TranscribeOptions, progress=False, cancel=None) -> Job:
+    """Loads the model and the audio, finds the speech, and returns the job, ready to decode."""
+    report = reporter(progress)
+    say = report or (lambda p: None)
+    say(Progress("loading model"))
+    loop = get_loop(o.model, **speech_config(o.engine))
+    language = _check_request_options(loop.engine, o.language, o.task)
+    decoder = WindowDecoder(loop, o, report, cancel)
+    say(Progress("reading audio"))
+    waves, errors = _load_all(sources, raise_errors)
+    say(Progress("finding speech"))
+    prompt_ids = decoder.text_ids(o.initial_prompt)
+    multilingual = decoder.tokens.is_multilingual
+    files = [FileTranscription(w, o, language, prompt_ids, multilingual) for w in waves]
+    say(Progress("transcribing"))
+    return Job(decoder, files, errors, run(decoder, files, o.mode, o.condition_on_previous_text), say)
+
+
+def _load_all(sources: list, raise_errors: bool) -> tuple[list[np.ndarray], dict[int, Transcription]]:
+    """16 kHz waves of the inputs; an unreadable one is an empty wave and an error entry."""
+    waves, errors = [], {}
+    for i, source in enumerate(sources):
+        try:
+            waves.append(load_audio(source))
+        except (AudioError, FileNotFoundError, ValueError) as e:
+            if raise_errors:
+                raise
+            waves.append(np.zeros(0, np.float32))
+            errors[i] = Transcription("", None, None, 0.0, error=str(e))
+    return waves, errors
+
+
+def _check_request_options(engine, language, task) -> str | None:
+    """The request options, checked once up front by the engine's own validation; returns the
+    language as its code ('German' -> 'de'), as results report it."""
+    if not getattr(engine.model, "encodes_audio", False):
+        raise ValueError(f"model {engine.config.model!r} is not a speech model (Whisper)")
+    silence = np.zeros((engine.model.num_mel_bins, engine.model.num_frames))
+    engine.prepare({"input_features": silence, "language": language, "task": task})
+    return None if language is None else language_code(language, engine.model.tokens)

@@ -1,0 +1,195 @@
+"""Decodes 30 s windows through the shared engine loop: `submit` queues windows into the running
+batch at any time, `results()` yields each finished window with its result. What to do with a
+result (retry it, settle it, queue the next window) is the driver's (driver.py)."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass
+
+import numpy as np
+
+from scriba.engine.sampling_params import SamplingParams
+from scriba.media.load import SAMPLE_RATE
+from scriba.transcription.guards import Guards
+from scriba.transcription.options import TranscribeOptions
+from scriba.transcription.progress import Progress, window_fraction
+from scriba.transcription.results import WindowResult, compression_ratio
+from scriba.transcription.words import make_words, token_times
+from scriba.whisper.constants import HOP_LENGTH
+
+MAX_WINDOW_TOKENS = 224  # openai-whisper's sample_len: half the decoder context
+PROGRESS_SECONDS = 0.5  # how often a progress reporter hears from a running decode
+
+
+class Cancelled(Exception):
+    """transcribe()'s `cancel` event was set: its windows were aborted."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """One window to decode: samples [start, end) of file `file`'s stream, in `language` (None:
+    detect it), after the previous text `prev_ids`; `attempt` indexes the temperatures."""
+
+    file: int
+    start: int
+    end: int
+    samples: np.ndarray
+    language: str | None
+    prev_ids: tuple[int, ...] = ()
+    attempt: int = 0
+
+    @property
+    def offset(self) -> float:  # seconds into the stream
+        return self.start / SAMPLE_RATE
+
+    @property
+    def seconds(self) -> float:
+        return len(self.samples) / SAMPLE_RATE
+
+
+def window_seed(w: Window, temperature: float) -> int:
+    """The seed of a window's sampled retry: from its audio and temperature, so the same file
+    gives the same text whatever else shares the batch and whatever ran before it."""
+    return zlib.crc32(np.float32(temperature).tobytes(), zlib.crc32(np.ascontiguousarray(w.samples)))
+
+
+class WindowDecoder:
+    """Windows in, (window, result) pairs out, for one transcription's options."""
+
+    def __init__(self, loop, options: TranscribeOptions, report=None, cancel=None):
+        self.loop, self.engine, self.options = loop, loop.engine, options
+        self.temperatures = options.temperature
+        self.guards = Guards.from_options(options)
+        self.heads = self.engine.model.alignment_heads if options.aligns else None
+        self.tokens = self.engine.model.tokens
+        self.report = report
+        self.cancel = cancel  # a threading.Event: once set, the windows in flight are aborted
+        self.inflight: dict[Future, Window] = {}
+        self.submitted = self.finished = 0
+        self.shown = 0.0
+
+    def text_ids(self, text: str | None) -> list[int]:
+        if not text:
+            return []
+        return self.engine.tokenizer(" " + text.strip(), add_special_tokens=False)["input_ids"]
+
+    def decode(self, text_tokens: list[int]) -> str:
+        return self.engine.tokenizer.decode(
+            [t for t in text_tokens if t < self.tokens.eot], skip_special_tokens=True
+        )
+
+    def words_of(self, result: WindowResult, language: str | None):
+        """The `words_of(lo, hi)` callback of split_segments for this window (None: no words)."""
+        if result.token_times is None:
+            return None
+        tokens, eot = result.tokens, self.tokens.eot
+
+        def words_of(lo: int, hi: int):
+            decode = lambda ids: self.engine.tokenizer.decode(ids)
+            return make_words(tokens, result.token_times, result.token_probs, lo, hi, decode, language, eot)
+
+        return words_of
+
+    def submit(self, windows: list[Window]) -> None:
+        """Queue `windows` into the running batch, each at its attempt's temperature."""
+        if not windows:
+            return
+        prompts = [self._prompt(w) for w in windows]
+        params = [self._params(w, self.temperatures[w.attempt]) for w in windows]
+        self.inflight.update(zip(self.loop.submit(prompts, params), windows))
+        self.submitted += len(windows)
+
+    def can_retry(self, window: Window, result: WindowResult) -> bool:
+        """openai-whisper's fallback: the output looks wrong and a higher temperature is left."""
+        return window.attempt + 1 < len(self.temperatures) and self.guards.needs_fallback(result)
+
+    def results(self) -> Iterator[tuple[Window, WindowResult]]:
+        """Each finished window and its result, as they finish, until nothing is in flight
+        (windows submitted meanwhile included). Closed early, or cancelled, it aborts the
+        windows still in flight."""
+        try:
+            while self.inflight:
+                polled = self.report is not None or self.cancel is not None
+                timeout = PROGRESS_SECONDS if polled else None
+                done, _ = wait(list(self.inflight), timeout=timeout, return_when=FIRST_COMPLETED)
+                if self.cancel is not None and self.cancel.is_set():
+                    raise Cancelled("the transcription was cancelled")
+                for future in done:
+                    window = self.inflight.pop(future)
+                    self.finished += 1
+                    yield window, self._result(future.result(), self.temperatures[window.attempt], window)
+                self._report_progress()
+        finally:  # cancelled, failed or abandoned: nothing of it goes on decoding
+            if self.inflight:
+                self.loop.cancel(list(self.inflight))
+
+    def _report_progress(self) -> None:
+        """Finished windows, plus running ones as far as their last timestamp reaches."""
+        if self.report is None:
+            return
+        begin, partly = self.tokens.timestamp_begin, 0.0
+        for future, window in self.inflight.items():
+            out = future.partial
+            if out is not None and out.outputs:
+                partly += window_fraction(list(out.outputs[0].token_ids), begin, window.seconds)
+        self.shown = max(self.shown, self.finished + partly)
+        self.report(Progress("transcribing", self.shown, self.submitted))
+
+    def _prompt(self, w: Window) -> dict:
+        return {
+            "audio": (w.samples, SAMPLE_RATE),
+            "language": w.language,
+            "task": self.options.task,
+            "timestamps": self.options.timestamps,
+            "prompt": list(w.prev_ids),
+        }
+
+    def _params(self, w: Window, temperature: float) -> SamplingParams:
+        detect = w.language is None and self.tokens.is_multilingual
+        control = (2 + (not self.options.timestamps)) if detect else 0  # <|lang|> <|task|> [<|notimestamps|>]
+        if temperature == 0 and self.options.beam_size > 1:  # beams at temperature 0, as openai-whisper
+            return SamplingParams(max_tokens=MAX_WINDOW_TOKENS + control, beam_width=self.options.beam_size)
+        return SamplingParams(
+            temperature=temperature,
+            max_tokens=MAX_WINDOW_TOKENS + control,
+            logprobs=0,
+            cross_attention_heads=self.heads,
+            seed=window_seed(w, temperature) if temperature > 0 else None,
+        )
+
+    def _result(self, out, temperature: float, window: Window) -> WindowResult:
+        """The engine's output as a WindowResult: text tokens, their log-probs and, when words
+        are aligned, times; in the window's language, or the one the model detected."""
+        completion, spoken = out.outputs[0], out.annotations  # WhisperAnnotations
+        skip = spoken.control_tokens
+        tokens = completion.token_ids[skip:]
+        if completion.logprobs is not None:
+            sum_logprob = sum(step[t].logprob for step, t in zip(completion.logprobs[skip:], tokens))
+        else:  # beam search: the hypothesis' own sum
+            sum_logprob = completion.cumulative_logprob
+        times = probs = None
+        if completion.cross_attentions is not None:
+            positions = -(-len(window.samples) // HOP_LENGTH) // 2  # encoder positions holding the audio
+            generated = len(completion.token_ids)
+            prompt = len(out.prompt_token_ids)
+            times = token_times(completion.cross_attentions, prompt, generated, positions)[skip:].tolist()
+            probs = [math.exp(step[t].logprob) for step, t in zip(completion.logprobs[skip:], tokens)]
+        if tokens and tokens[-1] == self.tokens.eot:
+            tokens = tokens[:-1]
+        text = self.decode(tokens)
+        return WindowResult(
+            tokens=tokens,
+            text=text,
+            avg_logprob=sum_logprob / (len(tokens) + 1),
+            no_speech_prob=spoken.no_speech_prob or 0.0,
+            compression_ratio=compression_ratio(text),
+            temperature=temperature,
+            language=spoken.language,
+            language_probability=spoken.language_probability,
+            token_times=times,
+            token_probs=probs,
+        )

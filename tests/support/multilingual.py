@@ -1,0 +1,41 @@
+"""The real non-English clips in tests/data/multilingual and how their transcripts are scored:
+the benchmarks' error_rate (WER; CER for Japanese and Chinese), and the per-language figures
+benchmarks/bench_multilingual.py measured with faster-whisper on the same weights."""
+
+import csv
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "data", "multilingual")
+FIGURES = os.path.join(HERE, "..", "..", "benchmarks", "results", "multilingual_base.tsv")
+sys.path.insert(0, os.path.join(HERE, "..", "..", "benchmarks"))
+
+from wer import error_rate, multilingual_units  # noqa: E402
+
+__all__ = ["CLIPS", "clip", "error_rate", "faster_whisper_figures", "multilingual_units"]
+
+
+def _clips() -> list[dict]:
+    with open(os.path.join(DATA, "MANIFEST.tsv"), newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    return [
+        {"path": os.path.join(DATA, r["file"]), "language": r["language"], "ref": r["reference_text"]}
+        for r in rows
+    ]
+
+
+CLIPS = _clips()
+
+
+def clip(prefix: str) -> dict:
+    """The clip whose file name starts with `prefix` ("de_", "zh_aishell", ...)."""
+    return next(c for c in CLIPS if os.path.basename(c["path"]).startswith(prefix))
+
+
+def faster_whisper_figures(system: str = "faster-whisper float32") -> dict[str, tuple[int, int]]:
+    """language -> (errors, words or characters of the references) of `system`, as committed
+    by the benchmark."""
+    with open(FIGURES, newline="") as f:
+        rows = [r for r in csv.DictReader(f, delimiter="\t") if r["system"] == system]
+    return {r["language"]: (int(r["errors"]), int(r["units"])) for r in rows}

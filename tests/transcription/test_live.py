@@ -1,0 +1,62 @@
+"""Live transcription: jfk.flac arriving in microphone-sized chunks. Confirmed text only grows,
+words show before the recording ends, and the web app's final text is transcribe() of the very
+recording it received (nothing dropped)."""
+
+import os
+
+import numpy as np
+import paths
+import soundfile as sf
+
+import scriba
+from scriba.app.ui.live_tab import LiveSession, live_stop
+from scriba.media.load import load_audio
+from scriba.transcription.live import LiveTranscript, LiveWord, _without_repeat
+
+JFK = paths.JFK
+
+
+def microphone_chunks(seconds: float):
+    """jfk.flac as a browser sends it: 48 kHz int16 pieces."""
+    wave = (load_audio(JFK, 48000) * 32767).astype(np.int16)
+    step = int(seconds * 48000)
+    return [wave[i : i + step] for i in range(0, len(wave), step)]
+
+
+def words(text: str) -> list[str]:
+    return [w.strip(".,?!").lower() for w in text.split()]
+
+
+def test_confirmed_text_only_grows_and_agrees_with_the_whole():
+    live, history = LiveTranscript(), []
+    for chunk in microphone_chunks(1.0):
+        live.add(chunk, 48000)
+        history.append(live.update())
+    history.append(live.update(force=True))
+    confirmed = [c for c, _ in history]
+    assert all(later.startswith(earlier) for earlier, later in zip(confirmed, confirmed[1:]))
+    assert any(c or p for c, p in history[:6])  # words before the 11 s recording ends
+    heard = words(" ".join(history[-1]))
+    offline = words(scriba.transcribe((live.recording(), 16000)).text)
+    assert offline[:4] == ["and", "so", "my", "fellow"]
+    common = sum(1 for w in heard if w in offline)
+    assert common >= 0.8 * len(offline), (heard, offline)
+
+
+def test_a_repeated_start_is_dropped():
+    done = [LiveWord(" ask", 0, 1), LiveWord(" not", 1, 2)]
+    again = [LiveWord(" not", 1, 2), LiveWord(" what", 2, 3)]
+    assert [w.text for w in _without_repeat(done, again)] == [" what"]
+    assert _without_repeat(done, [LiveWord(" what", 2, 3)])[0].text == " what"
+
+
+def test_the_final_text_is_the_received_recording_transcribed():
+    session, chunks = LiveSession(None), microphone_chunks(0.1)
+    for chunk in chunks:
+        session.add(chunk, 48000)
+    _, final, recording, _ = live_stop(session)
+    path = recording["value"]
+    received, rate = sf.read(path)
+    assert rate == 16000 and abs(len(received) / rate - sum(map(len, chunks)) / 48000) < 0.01
+    assert final == scriba.transcribe(path).text
+    assert "ask not what your country can do for you" in final.lower().replace(",", "")
