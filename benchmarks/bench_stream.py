@@ -19,7 +19,7 @@ import torch
 from results_file import save_lines
 
 import scriba
-from scriba.app import window_decoder
+from scriba.transcription import window_decoder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LONG = os.path.join(
@@ -28,15 +28,15 @@ LONG = os.path.join(
 
 
 def count_windows(seen: list) -> None:
-    """After each round of finished windows, (windows decoded, windows known) goes to `seen`."""
-    settle = window_decoder.WindowDecoder._settle
+    """After each finished window, (windows decoded, windows queued so far) goes to `seen`."""
+    results = window_decoder.WindowDecoder.results
 
-    def counted(self, *args):
-        queued = settle(self, *args)
-        seen.append((self.finished, self.total))
-        return queued
+    def counted(self):
+        for pair in results(self):
+            seen.append((self.finished, self.submitted))
+            yield pair
 
-    window_decoder.WindowDecoder._settle = counted
+    window_decoder.WindowDecoder.results = counted
 
 
 def measure(path: str, mode: str, seen: list) -> str:

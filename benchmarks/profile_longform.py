@@ -27,7 +27,8 @@ import torch
 from machine import cpu_name
 
 import scriba
-from scriba.app import file_transcription, window_decoder
+from scriba.transcription import file as file_transcription
+from scriba.transcription import window_decoder
 from scriba.engine import model_runner
 from scriba.engine.sequence import SequenceStatus
 from scriba.kernels.metadata import AttentionType

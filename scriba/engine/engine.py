@@ -145,7 +145,7 @@ class Engine:
         if params.seed is not None:
             generator = torch.Generator(device=self.config.device).manual_seed(params.seed)
         group = SequenceGroup(request_id, inputs, params, generator, arrival=time.monotonic())
-        group.processors, group.probe = request.processors, request.probe
+        group.processors, group.prompt_logprob_query = request.processors, request.prompt_logprob_query
         if params.use_beam_search:
             stops = [] if params.ignore_eos else self.eos_token_ids + params.stop_token_ids
             max_len = min(len(inputs.decoder_token_ids) + params.max_tokens, self.model.max_decoder_len)
@@ -201,8 +201,8 @@ class Engine:
         results = self.runner.execute(sched, self.block_manager)
         for group in sched.prefills + sched.decodes:
             self._apply_samples(group, results.samples)
-            if group.request_id in results.probes:
-                group.probe_value = results.probes[group.request_id]
+            if group.request_id in results.prompt_logprobs:
+                group.prompt_logprob = results.prompt_logprobs[group.request_id]
         self._cross_attentions(sched.prefills + sched.decodes)
         self.scheduler.remove_finished()
         outputs = [self.outputs.build(g) for g in sched.prefills + sched.decodes + sched.aborted]

@@ -39,14 +39,14 @@ class StepInputs:
     meta: AttentionMetadata
     sample_indices: torch.Tensor  # [num_rows] decoder token index whose logits are sampled
     rows: list[tuple[SequenceGroup, Sequence]]  # per sampled row
-    # (request id, token index, token id) per probe
-    probes: list[tuple[str, int, int]] = field(default_factory=list)
+    # (request id, decoder token index in the step, token id) per prompt_logprob_query
+    prompt_logprob_queries: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 @dataclass
 class StepResult:
     samples: dict[int, list[Sample]]  # per sampled sequence id (n samples on a request's first step)
-    probes: dict[str, float]  # per request id: the raw probability its probe asked for
+    prompt_logprobs: dict[str, float]  # per request id: the log-prob its prompt_logprob_query asked for
 
 
 class ModelRunner:
@@ -151,18 +151,18 @@ class ModelRunner:
             encoder = (step.encoder_inputs, step.encoder_positions)
             hidden = self.model(step.input_ids, step.positions, step.meta, *encoder)
             logits = self.model.compute_logits(hidden[step.sample_indices]).float()
-        extra = None
-        if step.probes:  # raw token probabilities at prompt positions the request processing asked for
-            index = torch.tensor([i for _, i, _ in step.probes], device=self.device)
-            probs = self.model.compute_logits(hidden[index]).float().softmax(dim=-1)
-            asked = torch.tensor([[t] for _, _, t in step.probes], device=self.device)
-            extra = probs.gather(1, asked)[:, 0]
+        asked = None
+        if step.prompt_logprob_queries:  # raw log-probs at prompt positions, before any rule
+            queries = step.prompt_logprob_queries
+            index = torch.tensor([i for _, i, _ in queries], device=self.device)
+            logprobs = self.model.compute_logits(hidden[index]).float().log_softmax(dim=-1)
+            asked = logprobs.gather(1, torch.tensor([[t] for _, _, t in queries], device=self.device))[:, 0]
         rows = [self._sample_row(group, seq) for group, seq in step.rows]
         seqs = [(seq.seq_id, seq.token_ids) for _, seq in step.rows]
         history = _memo(lambda: self.history.rows(seqs)[0])
-        results, values = sample(logits, rows, history, extra=extra)
-        probes = {rid: v for (rid, _, _), v in zip(step.probes, values)}
-        return StepResult({seq.seq_id: samples for (_, seq), samples in zip(step.rows, results)}, probes)
+        results, values = sample(logits, rows, history, prompt_logprobs=asked)
+        read = {rid: v for (rid, _, _), v in zip(step.prompt_logprob_queries, values)}
+        return StepResult({seq.seq_id: samples for (_, seq), samples in zip(step.rows, results)}, read)
 
     @staticmethod
     def _sample_row(group: SequenceGroup, seq: Sequence) -> SampleRow:
@@ -180,77 +180,68 @@ class ModelRunner:
         its integer inputs to the device in one copy."""
         pre = _pack_prefills(prefills, self.block_size)
         dec = self._pack_decodes(decodes, len(pre.input_ids))
-        t = self.staging.upload(_step_arrays(pre, dec))
+        t = _upload(self.staging, _step_arrays(pre, dec))
         meta = self._metadata(pre, dec, t)
         features = torch.stack(pre.features).to(self.device, self.dtype) if pre.features else None
         return StepInputs(
             input_ids=t["input_ids"],
             positions=t["positions"],
-            encoder_inputs=features if features is not None else t.get("enc_ids"),
-            encoder_positions=t.get("enc_pos"),
+            encoder_inputs=features if features is not None else t["encoder_input_ids"],
+            encoder_positions=t["encoder_positions"],
             meta=meta,
             sample_indices=t["sample_indices"],
             rows=pre.rows + dec.rows,
-            probes=pre.probes,
+            prompt_logprob_queries=pre.prompt_logprob_queries,
         )
 
     def _metadata(self, pre: "_Prefills", dec: "_Decodes", t: dict[str, torch.Tensor]) -> AttentionMetadata:
         """The step's attention metadata over its uploaded arrays `t` (see _step_arrays)."""
         meta = AttentionMetadata(
             backend=self.backend,
-            num_encoder_tokens=pre.enc_cu[-1],
-            encoder_cu_seqlens=t.get("enc_cu"),
-            encoder_max_seqlen=_max_diff(pre.enc_cu),
+            num_encoder_tokens=pre.encoder_cu_seqlens[-1],
+            encoder_max_seqlen=_max_diff(pre.encoder_cu_seqlens),
             num_prefill_tokens=len(pre.input_ids),
             num_decode_tokens=len(dec.input_ids),
-            prefill_cu_seqlens=t.get("prefill_cu"),
-            prefill_max_seqlen=_max_diff(pre.prefill_cu),
-            slot_mapping=t["slots"],
-            decode_block_tables=t.get("self_tables"),
-            decode_seq_lens=t.get("self_lens"),
-            cross_slot_mapping=t.get("cross_slots"),
-            cross_cu_seqlens_k=t.get("cross_cu_k"),
-            cross_kv_index=t.get("cross_index"),
-            cross_max_seqlen_k=_max_diff(pre.cross_cu_k),
-            cross_block_tables=t.get("cross_tables"),
-            cross_seq_lens=t.get("cross_lens"),
+            prefill_max_seqlen=_max_diff(pre.prefill_cu_seqlens),
+            cross_max_seqlen_k=_max_diff(pre.cross_cu_seqlens_k),
+            **{name: t[name] for name in STAGED_METADATA},
         )
         if len(dec.input_ids) and self.backend.plans_context_reads:  # runs read in place: plan once a step
             bs = self.block_size
-            meta.decode_reads = group_context_reads(dec.table_lists, dec.lens.tolist(), bs)
-            meta.cross_reads = group_context_reads(dec.cross_table_lists, dec.cross_lens.tolist(), bs)
+            meta.decode_reads = group_context_reads(dec.table_lists, dec.decode_seq_lens.tolist(), bs)
+            meta.cross_reads = group_context_reads(dec.cross_table_lists, dec.cross_seq_lens.tolist(), bs)
         return meta
 
     def _pack_decodes(self, decodes: list[_Running], offset: int) -> "_Decodes":
         """One token per running sequence: its last token at position length - 1, its slot
         from its (persistent) block table row."""
-        rows, last, lens, tables, cross_keys, cross_tables, cross_lens = [], [], [], [], [], [], []
+        rows, last, lens, tables, cross_keys, cross_block_tables, cross_seq_lens = [], [], [], [], [], [], []
         for group, seqs, seq_tables, cross_table in decodes:
             for seq, table in zip(seqs, seq_tables):
                 last.append(seq.token_ids[-1])
                 lens.append(len(seq.token_ids))
                 tables.append(table)
                 cross_keys.append(group.request_id)
-                cross_tables.append(cross_table)
-                cross_lens.append(group.encoder_len)
+                cross_block_tables.append(cross_table)
+                cross_seq_lens.append(group.encoder_len)
                 rows.append((group, seq))
         keys = [seq.seq_id for _, seq in rows]
-        self_tables = self.self_rows.gather(keys, tables)
+        decode_block_tables = self.self_rows.gather(keys, tables)
         lens_arr = np.asarray(lens, dtype=np.int32)
         pos = lens_arr.astype(np.int64) - 1
         bs = self.block_size
-        slots = self_tables[np.arange(len(pos)), pos // bs].astype(np.int64) * bs + pos % bs
+        slots = decode_block_tables[np.arange(len(pos)), pos // bs].astype(np.int64) * bs + pos % bs
         return _Decodes(
             input_ids=np.asarray(last, dtype=np.int64),
             positions=pos,
-            slots=slots,
+            slot_mapping=slots,
             sample_indices=np.arange(offset, offset + len(pos), dtype=np.int64),
-            tables=self_tables,
-            lens=lens_arr,
-            cross_tables=self.cross_rows.gather(cross_keys, cross_tables),
-            cross_lens=np.asarray(cross_lens, dtype=np.int32),
+            decode_block_tables=decode_block_tables,
+            decode_seq_lens=lens_arr,
+            cross_block_tables=self.cross_rows.gather(cross_keys, cross_block_tables),
+            cross_seq_lens=np.asarray(cross_seq_lens, dtype=np.int32),
             table_lists=tables,
-            cross_table_lists=cross_tables,
+            cross_table_lists=cross_block_tables,
             rows=rows,
         )
 
@@ -259,57 +250,81 @@ class ModelRunner:
 class _Prefills:
     input_ids: list[int] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
-    slots: list[int] = field(default_factory=list)
+    slot_mapping: list[int] = field(default_factory=list)
     sample_indices: list[int] = field(default_factory=list)
     rows: list = field(default_factory=list)
-    enc_ids: list[int] = field(default_factory=list)
-    enc_pos: list[int] = field(default_factory=list)
-    enc_cu: list[int] = field(default_factory=lambda: [0])
-    cross_slots: list[int] = field(default_factory=list)
+    encoder_input_ids: list[int] = field(default_factory=list)
+    encoder_positions: list[int] = field(default_factory=list)
+    encoder_cu_seqlens: list[int] = field(default_factory=lambda: [0])
+    cross_slot_mapping: list[int] = field(default_factory=list)
     features: list[torch.Tensor] = field(default_factory=list)
-    probes: list = field(default_factory=list)
-    prefill_cu: list[int] = field(default_factory=lambda: [0])
-    cross_cu_k: list[int] = field(default_factory=lambda: [0])
-    cross_index: list[int] = field(default_factory=list)
+    prompt_logprob_queries: list = field(default_factory=list)
+    prefill_cu_seqlens: list[int] = field(default_factory=lambda: [0])
+    cross_cu_seqlens_k: list[int] = field(default_factory=lambda: [0])
+    cross_kv_index: list[int] = field(default_factory=list)
 
 
 @dataclass
 class _Decodes:
     input_ids: np.ndarray  # [n] int64
     positions: np.ndarray  # [n] int64
-    slots: np.ndarray  # [n] int64
+    slot_mapping: np.ndarray  # [n] int64
     sample_indices: np.ndarray  # [n] int64
-    tables: np.ndarray  # [n, max_blocks] int32
-    lens: np.ndarray  # [n] int32
-    cross_tables: np.ndarray  # [n, max_cross_blocks] int32
-    cross_lens: np.ndarray  # [n] int32
+    decode_block_tables: np.ndarray  # [n, max_blocks] int32
+    decode_seq_lens: np.ndarray  # [n] int32
+    cross_block_tables: np.ndarray  # [n, max_cross_blocks] int32
+    cross_seq_lens: np.ndarray  # [n] int32
     table_lists: list[list[int]]
     cross_table_lists: list[list[int]]
     rows: list
 
 
-def _step_arrays(pre: _Prefills, dec: _Decodes) -> dict[str, np.ndarray]:
-    """The step's integer inputs by name: what AttentionMetadata and the model read."""
+# The step's staged integer arrays, named as the fields of AttentionMetadata they become.
+STAGED_METADATA = (
+    "encoder_cu_seqlens",
+    "prefill_cu_seqlens",
+    "slot_mapping",
+    "decode_block_tables",
+    "decode_seq_lens",
+    "cross_slot_mapping",
+    "cross_cu_seqlens_k",
+    "cross_kv_index",
+    "cross_block_tables",
+    "cross_seq_lens",
+)
+
+
+def _step_arrays(pre: _Prefills, dec: _Decodes) -> dict[str, np.ndarray | None]:
+    """The step's integer inputs by name: the model's (input_ids, positions, sample_indices,
+    encoder_input_ids, encoder_positions) and AttentionMetadata's own fields (STAGED_METADATA);
+    None where the step has none (no prefills, no decodes, K/V rows already in order)."""
     i64 = lambda xs: np.asarray(xs, dtype=np.int64)  # noqa: E731
     i32 = lambda xs: np.asarray(xs, dtype=np.int32)  # noqa: E731
-    arrays = {
+    encodes, token_ids = pre.encoder_cu_seqlens[-1] > 0, bool(pre.encoder_input_ids)
+    in_order = len(pre.cross_kv_index) == pre.encoder_cu_seqlens[-1]
+    return {
         "input_ids": np.concatenate([i64(pre.input_ids), dec.input_ids]),
         "positions": np.concatenate([i64(pre.positions), dec.positions]),
-        "slots": np.concatenate([i64(pre.slots), dec.slots]),
         "sample_indices": np.concatenate([i64(pre.sample_indices), dec.sample_indices]),
+        "encoder_input_ids": i64(pre.encoder_input_ids) if encodes and token_ids else None,
+        "encoder_positions": i64(pre.encoder_positions) if encodes and token_ids else None,
+        "encoder_cu_seqlens": i32(pre.encoder_cu_seqlens) if encodes else None,
+        "prefill_cu_seqlens": i32(pre.prefill_cu_seqlens) if pre.rows else None,
+        "slot_mapping": np.concatenate([i64(pre.slot_mapping), dec.slot_mapping]),
+        "decode_block_tables": dec.decode_block_tables if dec.rows else None,
+        "decode_seq_lens": dec.decode_seq_lens if dec.rows else None,
+        "cross_slot_mapping": i64(pre.cross_slot_mapping) if encodes else None,
+        "cross_cu_seqlens_k": i32(pre.cross_cu_seqlens_k) if pre.rows else None,
+        "cross_kv_index": None if in_order else i64(pre.cross_kv_index),
+        "cross_block_tables": dec.cross_block_tables if dec.rows else None,
+        "cross_seq_lens": dec.cross_seq_lens if dec.rows else None,
     }
-    if pre.rows:
-        arrays.update(prefill_cu=i32(pre.prefill_cu), cross_cu_k=i32(pre.cross_cu_k))
-    if pre.enc_cu[-1] > 0:
-        arrays.update(enc_cu=i32(pre.enc_cu), cross_slots=i64(pre.cross_slots))
-        if pre.enc_ids:
-            arrays.update(enc_ids=i64(pre.enc_ids), enc_pos=i64(pre.enc_pos))
-    if len(pre.cross_index) != pre.enc_cu[-1]:  # else the K/V rows are already in order
-        arrays["cross_index"] = i64(pre.cross_index)
-    if dec.rows:
-        arrays.update(self_tables=dec.tables, self_lens=dec.lens)
-        arrays.update(cross_tables=dec.cross_tables, cross_lens=dec.cross_lens)
-    return arrays
+
+
+def _upload(staging, arrays: dict[str, np.ndarray | None]) -> dict[str, torch.Tensor | None]:
+    """The arrays on the device (one copy), by the same names; None stays None."""
+    moved = staging.upload({name: a for name, a in arrays.items() if a is not None})
+    return {name: moved.get(name) for name in arrays}
 
 
 def _slots(table: list[int], start: int, end: int, block_size: int) -> list[int]:
@@ -338,24 +353,25 @@ def _pack_prefills(prefills: list[_Running], block_size: int) -> _Prefills:
     """Every token of each prefilling sequence, and its request's encoder inputs."""
     p = _Prefills()
     for group, seqs, tables, cross_table in prefills:
-        enc_start, enc_len, inputs = p.enc_cu[-1], group.encoder_len, group.inputs
+        enc_start, enc_len, inputs = p.encoder_cu_seqlens[-1], group.encoder_len, group.inputs
         if inputs.encoder_features is not None:
             p.features.append(torch.as_tensor(inputs.encoder_features))
         else:
-            p.enc_ids += inputs.encoder_token_ids
-            p.enc_pos += range(enc_len)
-        p.enc_cu.append(enc_start + enc_len)
-        p.cross_slots += _slots(cross_table, 0, enc_len, block_size)
-        if group.probe is not None:
-            p.probes.append((group.request_id, len(p.input_ids) + group.probe[0], group.probe[1]))
+            p.encoder_input_ids += inputs.encoder_token_ids
+            p.encoder_positions += range(enc_len)
+        p.encoder_cu_seqlens.append(enc_start + enc_len)
+        p.cross_slot_mapping += _slots(cross_table, 0, enc_len, block_size)
+        query = group.prompt_logprob_query
+        if query is not None:
+            p.prompt_logprob_queries.append((group.request_id, len(p.input_ids) + query.position, query.token_id))
         for seq, table in zip(seqs, tables):
             tokens = seq.token_ids
             p.input_ids += tokens
             p.positions += range(len(tokens))
-            p.slots += _slots(table, 0, len(tokens), block_size)
-            p.prefill_cu.append(len(p.input_ids))
-            p.cross_index += range(enc_start, enc_start + enc_len)
-            p.cross_cu_k.append(len(p.cross_index))
+            p.slot_mapping += _slots(table, 0, len(tokens), block_size)
+            p.prefill_cu_seqlens.append(len(p.input_ids))
+            p.cross_kv_index += range(enc_start, enc_start + enc_len)
+            p.cross_cu_seqlens_k.append(len(p.cross_kv_index))
             p.sample_indices.append(len(p.input_ids) - 1)
             p.rows.append((group, seq))
     return p

@@ -28,7 +28,7 @@ class OutputBuilder:
             )
         return RequestOutput(
             **group.echo,
-            annotations=self.request_processing.annotate(inputs, group.seqs[0], group.probe_value),
+            annotations=self.request_processing.annotate(inputs, group.seqs[0], group.prompt_logprob),
             outputs=completions,
             finished=group.is_finished,
         )

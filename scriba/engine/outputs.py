@@ -6,6 +6,22 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 
+@dataclass(frozen=True)
+class PromptLogprobQuery:
+    """What a request asks of its own prompt, read once at prefill (vLLM's prompt logprobs, for
+    one token): the log-probability of `token_id` as the token after decoder prompt position
+    `position`."""
+
+    position: int
+    token_id: int
+
+
+@dataclass
+class Annotations:
+    """What a model family's request processing says of a request beyond its tokens
+    (`RequestOutput.annotations`); each family with something to say subclasses it."""
+
+
 @dataclass
 class Logprob:
     logprob: float
@@ -60,4 +76,4 @@ class RequestOutput:
     finished: bool = False
     # What the model's request processing adds beyond tokens (speech models: the language and
     # the no-speech probability); None for text models.
-    annotations: Any = None
+    annotations: Annotations | None = None

@@ -4,7 +4,7 @@ The core (engine, scheduler, sequences, block manager, runner, sampler) runs any
 encoder/decoder model on token ids or features. What a family adds lives here and in its
 subclass, found through models/registry.py: the prompt forms it accepts and how they become
 inputs (text models: tokenize and the decoder-prompt hooks; speech models: audio, features,
-their decoder prompt), its extra logits processors, the probe it reports, and what its outputs
+their decoder prompt), its extra logits processors, the prompt log-prob it asks for, and what its outputs
 say beyond tokens (`annotate`). `process` touches no engine state, so input work (audio
 decoding, features) runs in the caller's thread, never in the engine's step loop.
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 from scriba.engine.inputs import EncoderDecoderInputs, InputLimits, PromptReader, PromptType
 from scriba.engine.logits_processors import LogitsProcessor, build_processors
+from scriba.engine.outputs import Annotations, PromptLogprobQuery
 from scriba.engine.sampling_params import SamplingParams
 from scriba.models.registry import REQUEST_PROCESSING, named
 
@@ -28,7 +29,7 @@ class PreparedRequest:
     params: SamplingParams
     processors: list[LogitsProcessor]
     beam_begin: int  # decoder index from which beam scores count tokens as generated
-    probe: tuple[int, int] | None = None  # (decoder index, token id): its probability, reported
+    prompt_logprob_query: PromptLogprobQuery | None = None
 
 
 class RequestProcessing:
@@ -57,9 +58,12 @@ class RequestProcessing:
     def read_prompt(self, prompt: PromptType) -> EncoderDecoderInputs:
         return self.inputs.read(prompt)
 
-    def annotate(self, inputs: EncoderDecoderInputs, seq: Any, probe_value: float | None) -> Any:
-        """`RequestOutput.annotations` of a request whose first sequence is `seq` and whose probe
-        read `probe_value`: what the model says beyond tokens (text models: nothing)."""
+    def annotate(
+        self, inputs: EncoderDecoderInputs, seq: Any, prompt_logprob: float | None
+    ) -> Annotations | None:
+        """`RequestOutput.annotations` of a request whose first sequence is `seq` and whose
+        prompt_logprob_query read `prompt_logprob`: what the model says beyond tokens (text
+        models: nothing)."""
         return None
 
 

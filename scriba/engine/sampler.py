@@ -5,7 +5,7 @@ transformers' `output_scores` are under greedy decoding. Sampling draws by the e
 race (argmax of p / E, E ~ Exp(1)), which picks token i with probability p_i: every row's
 noise comes from its request's own generator (seeded requests) or the engine's, so a seeded
 request's draws do not depend on the batch. Everything the host needs (tokens, log-probs,
-ranks, top log-probs, probes) comes back in one transfer.
+ranks, top log-probs, prompt log-probs) comes back in one transfer.
 """
 
 from __future__ import annotations
@@ -44,11 +44,11 @@ def sample(
     rows: list[SampleRow],
     history: Callable[[], torch.Tensor],  # -> the rows' tokens [num_rows, width], PAD past a length
     generator: torch.Generator | None = None,  # for rows without their own
-    extra: torch.Tensor | None = None,  # [k] float values to bring back in the same transfer
+    prompt_logprobs: torch.Tensor | None = None,  # [k] prompt log-probs, brought back in the same transfer
 ) -> tuple[list[list[Sample] | torch.Tensor], list[float]]:
     """Per row, `num_samples` samples, or for a beam-search row its processed log-probs
     [vocab] (the processors run on log-probs there, as in transformers' beam search); and
-    `extra` as floats."""
+    `prompt_logprobs` as floats."""
     dev = logits.device
     beam = [i for i, row in enumerate(rows) if row.params.use_beam_search]
     if beam:
@@ -60,8 +60,8 @@ def sample(
         i for i, row in enumerate(rows) if not row.params.use_beam_search for _ in range(row.num_samples)
     ]
     parts, num_top = _picks(logits, rows, owners, generator) if owners else ([], 0)
-    if extra is not None:
-        parts.append(extra.double())
+    if prompt_logprobs is not None:
+        parts.append(prompt_logprobs.double())
     values = torch.cat(parts).tolist() if parts else []  # the one device -> host transfer
     results: list[list[Sample] | torch.Tensor] = [[] for _ in rows]
     if beam:
@@ -70,7 +70,7 @@ def sample(
             results[i] = processed[k]
     for k, (i, s) in enumerate(zip(owners, _unpack(values, owners, num_top, rows))):
         results[i].append(s)
-    return results, values[len(values) - (0 if extra is None else extra.numel()) :]
+    return results, values[len(values) - (0 if prompt_logprobs is None else prompt_logprobs.numel()) :]
 
 
 def _picks(logits, rows: list[SampleRow], owners: list[int], generator) -> tuple[list[torch.Tensor], int]:

@@ -87,8 +87,8 @@ class SequenceGroup:
         self.seqs = [Sequence(inputs.decoder_token_ids)]
         self.processors: list = []  # logits processors, built by the engine
         self.beam = None  # BeamSearch state, for beam_width > 1
-        self.probe: tuple[int, int] | None = None  # (decoder index, token) to measure at prefill
-        self.probe_value: float | None = None
+        self.prompt_logprob_query = None  # a PromptLogprobQuery, read at prefill
+        self.prompt_logprob: float | None = None  # what it read
         self.echo: dict | None = None  # the RequestOutput fields that never change
 
     @property

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scriba.runtime.loops import check_options, get_loop
+from scriba.summarization import DEFAULT_SUMMARIZER
 from scriba.summarization.levels import Lengths, summarize_levels
 from scriba.summarization.pieces import split_to_fit
 from scriba.summarization.result import Section, Summary
@@ -20,7 +21,6 @@ from scriba.summarization.sections import sections, transcript_spans
 
 __all__ = ["DEFAULT_SUMMARIZER", "summarize", "split_to_fit"]
 
-DEFAULT_SUMMARIZER = "facebook/bart-large-cnn"
 
 
 def summarize(

@@ -20,7 +20,7 @@ def speech_config(config: dict) -> dict:
     """The engine settings a transcription runs with: on a CPU, unless a dtype or a
     quantization is asked for, int8 (models/quantize.py), and with int8 the encoder run by
     OpenVINO unless an encoder_runtime is asked for. Measured on real speech
-    (benchmarks/bench_whisper.py, README: CPU modes): 1.3-1.5x float32's speed, and over the
+    (benchmarks/bench_whisper.py, docs/performance.md: CPU modes): 1.3-1.5x float32's speed, and over the
     dev sets' 2,000 words no higher word error rate. `dtype="float32"` is the exact mode, the
     one the transformers oracle checks token for token; the Engine itself defaults to it."""
     device = str(config.get("device") or "auto")

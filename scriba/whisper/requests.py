@@ -1,9 +1,9 @@
-"""Whisper's request processing: audio prompts, the decoder prompt, its rules and probe.
+"""Whisper's request processing: audio prompts, the decoder prompt, its rules, the no-speech log-prob.
 
 An audio prompt is decoded and turned into log-mel features here, in `process`, which runs in
 the caller's thread (see engine/request_processing.py). The decoder prompt is built from the
 options (prompt_layout.py); the request gets Whisper's logits processors (logits_rules.py), and
-the probability of <|nospeech|> at <|startoftranscript|> is probed at prefill. Outputs carry
+the log-prob of <|nospeech|> after <|startoftranscript|> is read at prefill (a prompt log-prob). Outputs carry
 `WhisperAnnotations`: the language, given or detected, and that no-speech probability.
 
 Audio prompts (see `AudioPrompt`):
@@ -16,12 +16,14 @@ A is a path, bytes, a file object, (float array, sample_rate), or "input_feature
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import numpy as np
 
 from scriba.engine.inputs import EncoderDecoderInputs, PromptType, is_audio_prompt
+from scriba.engine.outputs import Annotations, PromptLogprobQuery
 from scriba.engine.request_processing import PreparedRequest, RequestProcessing
 from scriba.engine.sampling_params import SamplingParams
 from scriba.whisper.languages import spoken_language
@@ -43,7 +45,7 @@ AUDIO_OPTIONS = set(AudioPrompt.__annotations__)
 
 
 @dataclass
-class WhisperAnnotations:
+class WhisperAnnotations(Annotations):
     """What a Whisper request's outputs say beyond their tokens (`RequestOutput.annotations`)."""
 
     language: str | None  # given or detected (None until the detected one is generated)
@@ -63,7 +65,8 @@ class WhisperRequestProcessing(RequestProcessing):
             # sequence) before the beams start, and do not count as generated.
             request.beam_begin = layout.sample_begin
         if tokens.sot in inputs.decoder_token_ids:
-            request.probe = (inputs.decoder_token_ids.index(tokens.sot), tokens.no_speech)
+            sot = inputs.decoder_token_ids.index(tokens.sot)
+            request.prompt_logprob_query = PromptLogprobQuery(sot, tokens.no_speech)
         return request
 
     def read_prompt(self, prompt: PromptType) -> EncoderDecoderInputs:
@@ -118,9 +121,10 @@ class WhisperRequestProcessing(RequestProcessing):
         return log_mel([samples], mels, frames)[0]
 
     def annotate(
-        self, inputs: EncoderDecoderInputs, seq: Any, probe_value: float | None
+        self, inputs: EncoderDecoderInputs, seq: Any, prompt_logprob: float | None
     ) -> WhisperAnnotations:
         language, probability = spoken_language(self.model.tokens, inputs, seq)
         layout = inputs.model_data
         control = layout.sample_begin - len(inputs.decoder_token_ids) if layout is not None else 0
-        return WhisperAnnotations(language, probability, probe_value, control)
+        no_speech = None if prompt_logprob is None else math.exp(prompt_logprob)
+        return WhisperAnnotations(language, probability, no_speech, control)

@@ -1,7 +1,6 @@
 """The oracles: transformers generate() on the same weights, and how outputs are compared;
 real speech with known words (jfk.flac)."""
 
-import os
 import random
 
 import paths

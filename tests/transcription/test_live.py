@@ -2,7 +2,6 @@
 words show before the recording ends, and the web app's final text is transcribe() of the very
 recording it received (nothing dropped)."""
 
-import os
 
 import numpy as np
 import paths

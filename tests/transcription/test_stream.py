@@ -1,7 +1,6 @@
 """transcribe_stream(): the language and duration up front, segments in order as windows finish,
 the same segments as transcribe(), and an abandoned stream cancels its windows."""
 
-import os
 import time
 
 import numpy as np

@@ -1,7 +1,6 @@
 """transcribe() with the bundled tiny.en on real speech, long-form, lists, and bad input."""
 
 import json
-import os
 import re
 
 import numpy as np

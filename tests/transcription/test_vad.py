@@ -1,6 +1,5 @@
 """Silero VAD as the long-form front end: speech found in real audio, nothing in non-speech."""
 
-import os
 
 import numpy as np
 import paths

@@ -7,7 +7,7 @@ import argparse
 DTYPES = ["auto", "float32", "float16", "bfloat16"]
 QUANT_HELP = (
     "int8: int8 weights and activations in the Linear layers (CPU only; transcription's default "
-    "there unless --dtype is given; README: CPU modes)"
+    "there unless --dtype is given; docs/performance.md: CPU modes)"
 )
 
 
@@ -27,7 +27,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         default="auto",
         choices=DTYPES,
         help="KV cache dtype (auto: the compute dtype; bfloat16 on the CPU: faster decoding, "
-        "a few words' cost; README: CPU modes)",
+        "a few words' cost; docs/performance.md: CPU modes)",
     )
     parser.add_argument(
         "--encoder-runtime",

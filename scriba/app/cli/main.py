@@ -27,6 +27,9 @@ from scriba.app.cluster.commands import (
     run_batch,
     run_serve_on_ray,
 )
+from scriba.summarization import DEFAULT_SUMMARIZER
+from scriba.transcription.language_vote import MAX_WINDOWS as LANGUAGE_WINDOWS
+from scriba.transcription.language_vote import THRESHOLD as LANGUAGE_THRESHOLD
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,11 +87,11 @@ def _add_transcribe(sub) -> None:
     tr.add_argument(
         "--language-detection-threshold",
         type=float,
-        default=0.5,
+        default=LANGUAGE_THRESHOLD,
         help="a speech window this sure of its language decides it (else more windows vote)",
     )
     tr.add_argument(
-        "--language-detection-segments", type=int, default=3, help="speech windows that vote at most"
+        "--language-detection-segments", type=int, default=LANGUAGE_WINDOWS, help="speech windows that vote at most"
     )
     tr.add_argument("--format", default="txt", choices=["txt", "srt", "vtt", "json"])
     tr.add_argument("--output-dir", default=None, help="write <file stem>.<format> there instead of printing")
@@ -102,9 +105,14 @@ def _add_summarize(sub) -> None:
     sm.add_argument(
         "file", help="a text file, a `scriba transcribe --format json` file, or - for standard input"
     )
-    sm.add_argument("--model", default="facebook/bart-large-cnn")
-    sm.add_argument("--max-length", type=int, default=None)
-    sm.add_argument("--min-length", type=int, default=None)
+    sm.add_argument(
+        "--model",
+        default=DEFAULT_SUMMARIZER,
+        help=f"a BART checkpoint: Hugging Face id or folder (default {DEFAULT_SUMMARIZER}, "
+        "downloaded on first use: it needs the network once)",
+    )
+    sm.add_argument("--max-length", type=int, default=None, help="tokens per summary at most (default: the model's)")
+    sm.add_argument("--min-length", type=int, default=None, help="tokens per summary at least (default: the model's)")
     sm.add_argument(
         "--format", default="txt", choices=["txt", "json"], help="json: the summary, its levels and sections"
     )
@@ -123,7 +131,7 @@ def _add_ui(sub) -> None:
         help="a Whisper model the page offers (repeat for several; the first loads at start; "
         "default: the bundled tiny.en)",
     )
-    ui.add_argument("--summarizer", default="facebook/bart-large-cnn")
+    ui.add_argument("--summarizer", default=DEFAULT_SUMMARIZER, help="the BART model of the Summarize tab")
 
 
 def _add_serve(sub) -> None:
@@ -160,7 +168,7 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.ui:
         from scriba.app.ui import build_ui
 
-        ui = build_ui(args.model, args.summarizer or "facebook/bart-large-cnn")
+        ui = build_ui(args.model, args.summarizer or DEFAULT_SUMMARIZER)
     serve(served, ServerSettings(api_key=args.api_key), args.host, args.port, ui)
     return 0
 
@@ -230,7 +238,7 @@ def _print_as_decoded(audio, args: argparse.Namespace) -> None:
 def run_transcribe(args: argparse.Namespace) -> int:
     import os
 
-    from scriba.media.load import AudioError, load_audio
+    from scriba.media.load import SAMPLE_RATE, AudioError, load_audio
     from scriba.transcription.transcribe import transcribe
     from scriba.transcription.writers import format_transcript, write_transcript
 
@@ -243,7 +251,7 @@ def run_transcribe(args: argparse.Namespace) -> int:
     waves, names, failed = [], [], 0
     for f in args.files:  # a file that is not audio is reported; the others are still transcribed
         try:
-            waves.append((load_audio(f), 16000))
+            waves.append((load_audio(f), SAMPLE_RATE))
             names.append(f)
         except AudioError as e:
             print(f"scriba: error: {e}", file=sys.stderr)

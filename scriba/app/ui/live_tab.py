@@ -80,13 +80,14 @@ def live_stop(session: LiveSession | None):
     import gradio as gr
     import soundfile as sf
 
+    from scriba.media.load import SAMPLE_RATE
     from scriba.transcription.transcribe import transcribe
 
     live = session.stop() if session is not None else None
     if live is None or live.samples == 0:
         return live_html("", ""), "", None, None
     path = os.path.join(scratch_folder("scriba-live-"), "recording.wav")
-    sf.write(path, live.recording(), 16000, subtype="PCM_16")
+    sf.write(path, live.recording(), SAMPLE_RATE, subtype="PCM_16")
     final = transcribe(path, live.options).text
     return live_html(final, ""), final, gr.update(value=path, visible=True), None
 

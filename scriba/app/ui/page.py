@@ -18,7 +18,7 @@ from scriba.app.ui.summarize_tab import (
     summarizer_state,
 )
 from scriba.app.ui.transcribe_tab import PRECISIONS, follow_model, seek_to_segment, stream_transcription
-from scriba.summarization.summarize import DEFAULT_SUMMARIZER
+from scriba.summarization import DEFAULT_SUMMARIZER
 from scriba.transcription.engine_settings import default_whisper_models
 
 # After a segment click has moved the player: play from there (the player's own Play button).

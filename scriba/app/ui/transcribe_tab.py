@@ -15,7 +15,7 @@ from scriba.transcription.stream import transcribe_stream
 from scriba.transcription.window_decoder import Cancelled
 from scriba.transcription.writers import FORMATS, write_transcript
 
-# The precision choices, as engine options (README: CPU modes).
+# The precision choices, as engine options (docs/performance.md: CPU modes).
 PRECISIONS = {
     "int8": {"quantization": "int8"},
     "float32": {"dtype": "float32"},

@@ -4,7 +4,6 @@ local Ray), answering the official `openai` client as the plain server does."""
 from __future__ import annotations
 
 import http.client
-import os
 import random
 import signal
 import socket

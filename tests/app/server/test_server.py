@@ -2,7 +2,6 @@
 response format, words and segments, translations, streamed deltas that join to the final text,
 bad uploads answered 4xx in OpenAI's error shape while the server keeps serving."""
 
-import os
 import socket
 import threading
 import time
@@ -239,8 +238,8 @@ def test_a_cancelled_request_cancels_its_transcription(server, tmp_path, caplog)
 
 
 def test_only_served_models_and_the_least_recently_used_engine_goes(tiny_whispers):
-    from scriba.app import engines
     from scriba.app.server.errors import APIError
+    from scriba.runtime.loops import stats
 
     english, multilingual = tiny_whispers["english"][0], tiny_whispers["multilingual"][0]
     served = ServedModels([english, multilingual], None, max_loaded=1, num_kv_blocks=300)
@@ -253,5 +252,5 @@ def test_only_served_models_and_the_least_recently_used_engine_goes(tiny_whisper
         [{"audio": (np.zeros(16000, np.float32), 16000)}], [scriba.SamplingParams(max_tokens=2)]
     )
     served.loop(multilingual)  # the English model's engine is closed and forgotten
-    assert not any(key[0] == english for key in engines._loops) and not first._thread.is_alive()
+    assert english not in [loop.model for loop in stats()] and not first._thread.is_alive()
     assert served.loop(english) is not first
