@@ -37,10 +37,14 @@ def cnn_like(tmp_path_factory):
 
 
 def test_text_and_list(cnn_like):
+    """A short text is one piece summarized once; a list gives each text's own summary, the
+    same as alone (the batch changes nothing) and in order."""
     one = scriba.summarize("The cat sat on the mat. It was happy.", model=cnn_like)
-    assert isinstance(one, str) and one
+    assert isinstance(one, str) and one.pieces == (1,) and one.levels == 1 and one.sections == ()
+    rain = scriba.summarize("Rain fell all day.", model=cnn_like)
     both = scriba.summarize(["The cat sat on the mat. It was happy.", "Rain fell all day."], model=cnn_like)
-    assert isinstance(both, list) and len(both) == 2 and both[0] == one
+    assert isinstance(both, list) and both == [one, rain]
+    assert one != rain  # two inputs, two summaries: not one answer for everything
 
 
 def test_long_text_is_split_on_sentences_not_truncated(cnn_like):

@@ -35,3 +35,30 @@ def test_nothing_heard_is_still_a_valid_file_and_json_is_refused():
         assert "".join(stream_transcript(iter([]), fmt)) == format_transcript(empty, fmt)
     with pytest.raises(ValueError, match="json is written whole"):
         list(stream_transcript(iter([]), "json"))
+
+
+def test_each_format_as_literal_text():
+    """The files as a player reads them, written out: SRT numbers its cues and uses a comma
+    before the milliseconds, VTT a header and a dot; "-->" inside a text is escaped (it would
+    end a cue's timing line); JSON keeps each token list on one line."""
+    result = _transcript(False)
+    assert format_transcript(result, "txt") == (
+        "And so, my fellow Americans,\nask not --> what\nyour country can do.\n"
+    )
+    assert format_transcript(result, "srt") == (
+        "1\n00:00:00,000 --> 00:00:02,500\nAnd so, my fellow Americans,\n\n"
+        "2\n00:00:03,000 --> 00:00:05,500\nask not -> what\n\n"
+        "3\n00:00:06,000 --> 00:00:08,500\nyour country can do.\n"
+    )
+    assert format_transcript(result, "vtt") == (
+        "WEBVTT\n\n"
+        "00:00:00.000 --> 00:00:02.500\nAnd so, my fellow Americans,\n\n"
+        "00:00:03.000 --> 00:00:05.500\nask not -> what\n\n"
+        "00:00:06.000 --> 00:00:08.500\nyour country can do.\n"
+    )
+    words = format_transcript(_transcript(True), "srt", word_cues=True).split("\n\n")
+    assert words[0] == "1\n00:00:00,000 --> 00:00:00,400\nAnd"
+    assert words[6] == "7\n00:00:03,500 --> 00:00:03,900\nnot"
+    assert '"tokens": [1, 2]' in format_transcript(result, "json")
+    late = Transcription("x", "en", None, 4000.0, [Segment(3725.5, 3726.0, " late", [1], -0.1, 0.0)])
+    assert "01:02:05,500 --> 01:02:06,000" in format_transcript(late, "srt")

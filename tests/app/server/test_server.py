@@ -137,12 +137,20 @@ def test_models_health_metrics_and_summaries(server, client, tiny_bart):
     ids = [m.id for m in client.models.list().data]
     assert ids[0] == "whisper-1" and "tiny.en" in ids and tiny_bart[0] in ids
     assert httpx.get(url + "/health").json() == {"status": "ok"}
-    summary = httpx.post(
-        url + "/v1/summaries",
-        json={"input": "The cat sat on the mat. It was happy.", "max_length": 12},
-        headers={"Authorization": f"Bearer {KEY}"},
-    ).json()
-    assert summary["object"] == "summary" and summary["summary"].strip()
+    text = "The cat sat on the mat. It was happy. " * 3
+
+    def summary_of(**lengths):
+        answer = httpx.post(
+            url + "/v1/summaries", json={"input": text, **lengths}, headers={"Authorization": f"Bearer {KEY}"}
+        ).json()
+        assert answer["object"] == "summary" and answer["model"] == tiny_bart[0]
+        return answer["summary"]
+
+    # The summary is summarize()'s for the same text and lengths; max_length reaches the model.
+    short, longer = summary_of(max_length=6), summary_of(max_length=40, min_length=30)
+    assert short == scriba.summarize(text, tiny_bart[0], max_length=6, **served.engine_config)
+    assert longer == scriba.summarize(text, tiny_bart[0], max_length=40, min_length=30, **served.engine_config)
+    assert short and len(short) < len(longer)  # (at least 30 tokens against at most 6)
     metrics = httpx.get(url + "/metrics").text
     for name in (
         "scriba_requests_total",

@@ -122,7 +122,13 @@ def wait_for_text(page, selector: str, words: str, timeout=120_000):
     )
 
 
-def test_transcribe_an_upload(page, shoot):
+def test_transcribe_an_upload(page, shoot, tiny_bart):
+    import json
+    import urllib.request
+
+    import scriba
+
+
     page.locator("input[type=file]").first.set_input_files(JFK)
     page.wait_for_timeout(1500)  # the audio component loads the file
     page.click("#transcribe-button")
@@ -137,10 +143,15 @@ def test_transcribe_an_upload(page, shoot):
     for ext in ("txt", "srt", "vtt", "json"):
         assert page.locator(f"#downloads a[href$='.{ext}']").count(), ext
     shoot(page, "jfk_transcribed")
-    # The transcript goes on to the summarizer (the tiny random BART: any non-empty text).
+    # The transcript goes on to the summarizer: the page shows summarize() of its JSON download.
+    link = page.locator("#downloads a[href$='.json']").first.get_attribute("href")
+    with urllib.request.urlopen(urllib.parse.urljoin(page.url, link)) as response:
+        transcript = json.load(response)
+    assert "fellow Americans" in " ".join(s["text"] for s in transcript["segments"])
     page.click("#summarize-transcript-button")
     summary = page.locator("#transcript-summary textarea")
     page.wait_for_function("el => el.value.trim().length > 0", arg=summary.element_handle(), timeout=120_000)
+    assert summary.input_value() == str(scriba.summarize(transcript, model=tiny_bart[0]))
 
 
 def test_long_file_progress_moves_and_a_segment_click_plays_from_there(page, five_minutes, shoot):
@@ -186,7 +197,8 @@ def summarized_in_sections_that_seek(page, shoot):
     page.wait_for_selector("#summary-sections [role=gridcell]", timeout=120_000)
     starts = page.locator("#summary-sections [role=gridcell].first-column").all_inner_texts()
     assert len(starts) > 3 and starts[0] == "00:00:00"
-    assert page.locator("#transcript-summary textarea").input_value().strip()
+    shown = page.locator("#transcript-summary textarea").input_value()
+    assert shown.strip()
     shoot(page, "transcript_summarized")
     h, m, sec = (int(x) for x in starts[2].split(":"))
     page.locator("#summary-sections [role=gridcell].first-column").nth(2).click()
@@ -199,7 +211,7 @@ def summarized_in_sections_that_seek(page, shoot):
     link = page.locator("#downloads a[href$='.json']").first.get_attribute("href")
     with urllib.request.urlopen(urllib.parse.urljoin(page.url, link)) as response:
         summary = json.load(response)["summary"]
-    assert [s["time_range"][:8] for s in summary["sections"]] == starts and summary["summary"].strip()
+    assert [s["time_range"][:8] for s in summary["sections"]] == starts and summary["summary"] == shown
 
 
 def test_english_only_model_offers_no_translate(page, shoot):
