@@ -63,12 +63,15 @@ def main(argv=None) -> int:
     parser.add_argument("file", nargs="?", default=LONG)
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    from machine import cpu_name
+
     scriba.transcribe(args.file)  # warm-up: model load, first allocations
     seen: list = []
     count_windows(seen)
     lines = [
         f"# python benchmarks/bench_stream.py {' '.join(sys.argv[1:] if argv is None else argv)}".rstrip(),
-        f"# torch {torch.__version__}, {torch.get_num_threads()} threads; {os.path.basename(args.file)}",
+        f"# machine: {cpu_name()}, torch {torch.__version__}, {torch.get_num_threads()} threads; "
+        f"{os.path.basename(args.file)}",
     ]
     for mode in ("batched", "sequential"):
         lines.append(measure(args.file, mode, seen))

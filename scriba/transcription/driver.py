@@ -18,6 +18,7 @@ the file is still decoding.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -55,22 +56,29 @@ class SegmentsReady:
 Event = LanguageFound | SegmentsReady
 
 
-def run(decoder: WindowDecoder, files: list[FileTranscription], mode: str, condition: bool) -> Iterator[Event]:
+def run(
+    decoder: WindowDecoder,
+    files: list[FileTranscription],
+    mode: str,
+    condition: bool,
+    streaming: bool = False,
+) -> Iterator[Event]:
     """Decode `files` to the end (`mode` "batched" or "sequential"; `condition`: each window
-    gets the text before it as its prompt), yielding events as they happen."""
+    gets the text before it as its prompt; `streaming`: someone reads the segments as they
+    come, so the first comes early), yielding events as they happen."""
     plan = Batched(decoder, files, condition) if mode == "batched" else Sequential(decoder, files, condition)
     told: set[int] = set()
-    decoder.submit(plan.start())
+    queue = WindowQueue(decoder, plan.start(), streaming)
     yield from _languages(files, told)
     results = decoder.results()
     try:
         for window, result in results:
             if decoder.can_retry(window, result):  # at the next temperature, in the language found
                 language = window.language or result.language
-                decoder.submit([replace(window, attempt=window.attempt + 1, language=language)])
+                queue.put_first([replace(window, attempt=window.attempt + 1, language=language)])
                 continue
             follow, ready = plan.on_result(window, result)
-            decoder.submit(follow)
+            queue.put_first(follow)
             yield from _languages(files, told)
             if ready:
                 yield SegmentsReady(window.file, ready)
@@ -83,6 +91,34 @@ def run(decoder: WindowDecoder, files: list[FileTranscription], mode: str, condi
         if rest:
             yield SegmentsReady(f, rest)
     yield from _languages(files, told, final=True)
+
+
+class WindowQueue:
+    """Windows go to the decoder in file order, at most the decoder's `windows_in_flight` at
+    once. When someone reads the segments as they come (`streaming`), fewer are in flight (the
+    earlier windows decode ahead: the text grows as the file goes) and the first window decodes
+    alone: its segments come after one window's time, not after a whole batch's (the dev
+    long-form recording: the first segment at 24% of the call instead of 63%). What follows a finished window (its retry, its tail,
+    the windows held for the language vote) goes before the windows not yet started: it is
+    earlier in its file."""
+
+    def __init__(self, decoder: WindowDecoder, windows: list[Window], streaming: bool = False):
+        if streaming:
+            decoder.streaming()
+        self.decoder, self.waiting, self.first_alone = decoder, deque(windows), streaming
+        self.limit = decoder.windows_in_flight
+        self._fill()
+
+    def put_first(self, windows: list[Window]) -> None:
+        self.waiting.extendleft(reversed(windows))
+        self._fill()
+
+    def _fill(self) -> None:
+        alone = self.first_alone and self.decoder.finished == 0
+        room = (1 if alone else self.limit) - len(self.decoder.inflight)
+        if room > 0 and self.waiting:
+            self.decoder.submit([self.waiting.popleft() for _ in range(min(room, len(self.waiting)))])
+        self.decoder.not_submitted = len(self.waiting)
 
 
 def _languages(files: list[FileTranscription], told: set[int], final: bool = False) -> Iterator[Event]:
@@ -107,7 +143,9 @@ class Batched:
         first: list[Window] = []
         for f, file in enumerate(self.files):
             if file.vad:
-                bounds = pack_windows(file.map.bounds(), breaks=set(file.map.region_ends()), fill=FILL_SAMPLES)
+                bounds = pack_windows(
+                    file.map.bounds(), breaks=set(file.map.region_ends()), fill=FILL_SAMPLES
+                )
             else:
                 bounds = quiet_cut_windows(file.stream)
             windows = [file.window(f, s, e, file.context) for s, e in bounds]

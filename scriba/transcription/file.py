@@ -28,7 +28,9 @@ class FileTranscription:
         self.multilingual = multilingual
         self.vote = LanguageVote(o.language_detection_threshold, o.language_detection_segments)
         self.vad = len(wave) > WINDOW_SAMPLES if o.vad_filter is None else bool(o.vad_filter)
-        self.map = SpeechMap(*speech_and_pauses(wave, o.vad_parameters)) if self.vad else SpeechMap.whole(len(wave))
+        self.map = (
+            SpeechMap(*speech_and_pauses(wave, o.vad_parameters)) if self.vad else SpeechMap.whole(len(wave))
+        )
         self.stream = self.map.stream(wave)
         self.segments: list[Segment] = []
         self.seek, self.context = 0, tuple(prompt_ids)  # the sequential driver's

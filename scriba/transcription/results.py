@@ -15,6 +15,9 @@ class Word:
     word: str  # with its leading space, as the tokenizer writes it
     probability: float  # the mean probability of its tokens
 
+    def __post_init__(self) -> None:  # plain floats (they print as 0.46, not np.float64(0.46))
+        self.start, self.end, self.probability = float(self.start), float(self.end), float(self.probability)
+
 
 @dataclass
 class Segment:
@@ -27,6 +30,11 @@ class Segment:
     temperature: float = 0.0
     compression_ratio: float = 0.0
     words: list[Word] | None = None  # with word_timestamps=True
+
+    def __post_init__(self) -> None:  # plain numbers, whatever computed them
+        self.start, self.end = float(self.start), float(self.end)
+        self.avg_logprob, self.no_speech_prob = float(self.avg_logprob), float(self.no_speech_prob)
+        self.temperature, self.compression_ratio = float(self.temperature), float(self.compression_ratio)
 
 
 @dataclass

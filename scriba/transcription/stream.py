@@ -37,7 +37,7 @@ def transcribe_stream(
     if isinstance(audio, (list, tuple)) and not is_audio_pair(audio):
         raise TypeError("transcribe_stream() takes one audio input; use transcribe() for a list")
     o = TranscribeOptions.build(options, **given)
-    job = begin([audio], True, o, progress, cancel)
+    job = begin([audio], True, o, progress, cancel, streaming=True)
     file, events = job.files[0], iter(job.events)
     early: list[Segment] = []  # segments that came before the language (none, in practice)
     for event in events:

@@ -46,7 +46,9 @@ def transcribe(
     o = TranscribeOptions.build(options, **given)
     single = not isinstance(audio, (list, tuple)) or is_audio_pair(audio)
     sources = [audio] if single else list(audio)
-    job = begin(sources, single or o.on_error == "raise", o, progress, cancel)
+    job = begin(
+        sources, single or o.on_error == "raise", o, progress, cancel, streaming=on_segments is not None
+    )
     for event in job.events:
         if on_segments is not None and isinstance(event, SegmentsReady):
             on_segments(event.file, event.segments)
@@ -67,8 +69,11 @@ class Job:
     say: Callable
 
 
-def begin(sources: list, raise_errors: bool, o: TranscribeOptions, progress=False, cancel=None) -> Job:
-    """Loads the model and the audio, finds the speech, and returns the job, ready to decode."""
+def begin(
+    sources: list, raise_errors: bool, o: TranscribeOptions, progress=False, cancel=None, streaming=False
+) -> Job:
+    """Loads the model and the audio, finds the speech, and returns the job, ready to decode
+    (`streaming`: its segments are read as they come; driver.run)."""
     report = reporter(progress)
     say = report or (lambda p: None)
     say(Progress("loading model"))
@@ -82,7 +87,8 @@ def begin(sources: list, raise_errors: bool, o: TranscribeOptions, progress=Fals
     multilingual = decoder.tokens.is_multilingual
     files = [FileTranscription(w, o, language, prompt_ids, multilingual) for w in waves]
     say(Progress("transcribing"))
-    return Job(decoder, files, errors, run(decoder, files, o.mode, o.condition_on_previous_text), say)
+    events = run(decoder, files, o.mode, o.condition_on_previous_text, streaming)
+    return Job(decoder, files, errors, events, say)
 
 
 def _load_all(sources: list, raise_errors: bool) -> tuple[list[np.ndarray], dict[int, Transcription]]:

@@ -23,6 +23,12 @@ from scriba.whisper.constants import HOP_LENGTH
 
 MAX_WINDOW_TOKENS = 224  # openai-whisper's sample_len: half the decoder context
 PROGRESS_SECONDS = 0.5  # how often a progress reporter hears from a running decode
+# Windows of one transcription in flight at once on a CPU when its segments are read as they
+# come (driver.WindowQueue): the earlier windows decode ahead, so the text grows as the file
+# goes. It costs throughput: the dev long-form recordings at 58-64x with 8 in flight, 66-67x
+# with 16, 70-71x with all at once (2 cores, AVX-512; benchmarks/bench_stream.py for the
+# first segment). Without a reader, and on a GPU, as many as the engine takes.
+CPU_STREAMING_WINDOWS = 8
 
 
 class Cancelled(Exception):
@@ -69,7 +75,9 @@ class WindowDecoder:
         self.report = report
         self.cancel = cancel  # a threading.Event: once set, the windows in flight are aborted
         self.inflight: dict[Future, Window] = {}
+        self.windows_in_flight = self.engine.config.max_num_seqs  # streaming() may lower it
         self.submitted = self.finished = 0
+        self.not_submitted = 0  # windows known but held back (driver.WindowQueue): progress counts them
         self.shown = 0.0
 
     def text_ids(self, text: str | None) -> list[int]:
@@ -93,6 +101,11 @@ class WindowDecoder:
             return make_words(tokens, result.token_times, result.token_probs, lo, hi, decode, language, eot)
 
         return words_of
+
+    def streaming(self) -> None:
+        """Its segments are read as they come: on a CPU, fewer windows in flight at once."""
+        if self.engine.config.device == "cpu":
+            self.windows_in_flight = min(CPU_STREAMING_WINDOWS, self.windows_in_flight)
 
     def submit(self, windows: list[Window]) -> None:
         """Queue `windows` into the running batch, each at its attempt's temperature."""
@@ -137,7 +150,7 @@ class WindowDecoder:
             if out is not None and out.outputs:
                 partly += window_fraction(list(out.outputs[0].token_ids), begin, window.seconds)
         self.shown = max(self.shown, self.finished + partly)
-        self.report(Progress("transcribing", self.shown, self.submitted))
+        self.report(Progress("transcribing", self.shown, self.submitted + self.not_submitted))
 
     def _prompt(self, w: Window) -> dict:
         return {

@@ -67,7 +67,7 @@ class SpeechMap:
         if is_end and i > 0 and at <= self.offsets[i]:
             i -= 1
         start, end = self.chunks[i]
-        return min(start + at - self.offsets[i], end) / SAMPLE_RATE
+        return float(min(start + at - self.offsets[i], end) / SAMPLE_RATE)  # a plain float, not numpy's
 
     def span_to_original(self, start: float, end: float, margin: float = JOIN_MARGIN) -> tuple[float, float]:
         """A segment's stream times in the file's timeline. Whisper starts a segment where the

@@ -156,8 +156,11 @@ def _add_download(sub) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from scriba.app.server.app import ServerSettings, serve
-    from scriba.app.server.models import ServedModels
+    try:
+        from scriba.app.server.app import ServerSettings, serve
+        from scriba.app.server.models import ServedModels
+    except ImportError as e:
+        raise ImportError(f"scriba serve needs the server extra ({e.name} is missing): pip install 'scriba[server]'") from None
 
     config = {k: v for k, v in engine_options(args).items() if v not in (None, "auto")}
     allow = [m.strip() for m in args.allow_models.split(",") if m.strip()]

@@ -17,7 +17,13 @@ from scriba.app.ui.summarize_tab import (
     run_transcript_summary,
     summarizer_state,
 )
-from scriba.app.ui.transcribe_tab import PRECISIONS, follow_model, seek_to_segment, stream_transcription
+from scriba.app.ui.transcribe_tab import (
+    PRECISION_INFO,
+    follow_model,
+    precision_choices,
+    seek_to_segment,
+    stream_transcription,
+)
 from scriba.summarization import DEFAULT_SUMMARIZER
 from scriba.transcription.engine_settings import default_whisper_models
 
@@ -41,10 +47,11 @@ def _options(models: list[str]) -> list:
         language = gr.Dropdown(
             [("Auto-detect", "auto")], value="auto", label="Language", elem_id="language", interactive=False
         )
-        task = gr.Radio(["transcribe"], value="transcribe", label="Task", elem_id="task", interactive=False)
+        # Shown for a multilingual model only (follow_model): an English-only one only transcribes.
+        task = gr.Radio(["transcribe"], value="transcribe", label="Task", elem_id="task", visible=False)
         timestamps = gr.Checkbox(value=True, label="Timestamps")
         precision = gr.Radio(
-            list(PRECISIONS), value="int8", label="Precision (int8: CPU; float32: exact, slower)"
+            precision_choices(), value="int8", label="Speed", elem_id="precision", info=PRECISION_INFO
         )
         word_timestamps = gr.Checkbox(value=False, label="Word timestamps")
     return [model, language, task, timestamps, precision, word_timestamps]
@@ -100,7 +107,7 @@ def build_ui(
             options = _options(models)
             go = gr.Button("Transcribe", variant="primary", elem_id="transcribe-button")
             out = _results()
-            to_summary, transcript_summary, sections = build_transcript_summary(gr)
+            to_summary, why_not, transcript_summary, sections = build_transcript_summary(gr)
         with gr.Tab("Live"):
             build_live_tab(gr, options[0])
         with gr.Tab("Summarize"):
@@ -113,11 +120,21 @@ def build_ui(
         demo.load(follow_model, [model_box], [status, language, task])
         model_box.change(follow_model, [model_box], [status, language, task])
         demo.load(
-            lambda: summarizer_state(summary_model), None, [summary_notice, summarize_button, to_summary]
+            lambda: summarizer_state(summary_model),
+            None,
+            [summary_notice, summarize_button, to_summary, why_not],
         )
         audio.upload(uploads.check_upload, [audio], [audio, notice])
         outputs = [out["language"], out["transcript"], out["segments"], out["downloads"], out["words"]]
-        go.click(transcribe_with_progress, [audio, *options], outputs, api_name="transcribe")
+        # One progress bar, over the language line: the transcript stays readable as it grows
+        # (Gradio draws one over every output otherwise).
+        go.click(
+            transcribe_with_progress,
+            [audio, *options],
+            outputs,
+            api_name="transcribe",
+            show_progress_on=[out["language"]],
+        )
         out["segments"].select(_seek, None, [audio]).then(None, js=PLAY_JS)
         # The transcript is summarized with the configured summarizer, section by section.
         to_summary.click(

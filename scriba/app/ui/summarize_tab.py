@@ -63,8 +63,10 @@ def run_transcript_summary(downloads, model):
 
 
 def build_transcript_summary(gr):
-    """The Transcribe tab's summary: the button, the summary, its sections (click: play)."""
+    """The Transcribe tab's summary: the button, why it is off (when it is), the summary, its
+    sections (click: play)."""
     button = gr.Button("Summarize this transcript", elem_id="summarize-transcript-button", interactive=False)
+    why_not = gr.Markdown("", elem_id="transcript-summary-notice")
     summary = gr.Textbox(label="Summary of the transcript", interactive=False, elem_id="transcript-summary")
     sections = gr.Dataframe(
         headers=["start", "end", "summary"],
@@ -73,15 +75,17 @@ def build_transcript_summary(gr):
         elem_id="summary-sections",
         visible=False,
     )
-    return button, summary, sections
+    return button, why_not, summary, sections
 
 
 def summarizer_state(summarizer: Summarizer):
-    """(notice, Summarize button, Summarize-this-transcript button) as the page loads."""
+    """(notice, Summarize button, Summarize-this-transcript button, why that one is off) as
+    the page loads."""
     import gradio as gr
 
-    on = summarizer.available
-    return summarizer.notice(), gr.update(interactive=on), gr.update(interactive=on)
+    on, notice = summarizer.available, summarizer.notice()
+    why_not = "" if on else f"Summaries are off here. {notice}"
+    return notice, gr.update(interactive=on), gr.update(interactive=on), why_not
 
 
 def build_summarize_tab(gr, summarizer: Summarizer):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 PARAGRAPH_PAUSE = 2.0  # seconds of silence between segments that start a new paragraph
+# A paragraph this long ends at its next sentence end even without a pause (a talk without
+# 2 s pauses would otherwise be one block of thousands of characters).
+PARAGRAPH_CHARS = 600
 
 
 def clock(seconds: float) -> str:
@@ -22,12 +25,17 @@ def seconds_of(clock_text: str) -> float:
 
 
 def paragraphs(segments) -> str:
-    """The transcript with a blank line wherever the speaker paused for PARAGRAPH_PAUSE."""
-    out, previous_end = "", None
+    """The transcript with a blank line wherever the speaker paused for PARAGRAPH_PAUSE, or
+    where a paragraph of PARAGRAPH_CHARS has reached the end of a sentence."""
+    out, previous_end, length = "", None, 0
     for seg in segments:
+        text = seg.text.strip()
         if previous_end is not None:
-            out += "\n\n" if seg.start - previous_end >= PARAGRAPH_PAUSE else " "
-        out += seg.text.strip()
+            long_enough = length >= PARAGRAPH_CHARS and out.rstrip().endswith((".", "?", "!"))
+            new = seg.start - previous_end >= PARAGRAPH_PAUSE or long_enough
+            out, length = (out + "\n\n", 0) if new else (out + " ", length + 1)
+        out += text
+        length += len(text)
         previous_end = seg.end
     return out
 

@@ -21,6 +21,16 @@ PRECISIONS = {
     "float32": {"dtype": "float32"},
     "bfloat16": {"dtype": "bfloat16"},
 }
+PRECISION_INFO = "Fast: about 1.5x the exact speed on a CPU, the same words on our test speech."
+
+
+def precision_choices() -> list[tuple[str, str]]:
+    """(what the page says, the PRECISIONS key): in words, not number formats; bfloat16 only
+    where a GPU computes in it (a CPU emulates it slowly)."""
+    import torch
+
+    choices = [("Fast", "int8"), ("Exact (slower)", "float32")]
+    return choices + ([("Half precision (GPU)", "bfloat16")] if torch.cuda.is_available() else [])
 
 
 def run_transcription(
@@ -124,9 +134,10 @@ def follow_model(choice: str):
     except (OSError, ValueError) as e:
         return f"⚠️ {str(e).splitlines()[0]}", gr.update(), gr.update()
     language = gr.update(choices=facts.languages, value=facts.languages[0][1], interactive=facts.multilingual)
-    # The info line is replaced either way (None would leave the last model's in place).
-    info = "translate: into English" if facts.multilingual else "English-only model: transcription only"
-    task = gr.update(choices=facts.tasks, value="transcribe", interactive=facts.multilingual, info=info)
+    # An English-only model only transcribes: no choice to show (the status line says so).
+    task = gr.update(
+        choices=facts.tasks, value="transcribe", visible=facts.multilingual, info="translate: into English"
+    )
     return describe_model(choice, facts), language, task
 
 

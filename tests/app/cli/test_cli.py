@@ -191,3 +191,18 @@ def test_one_file_printed_as_decoded_equals_the_file_written_whole(tmp_path):
         assert printed.returncode == written.returncode == 0, printed.stderr + written.stderr
         assert printed.stdout == (tmp_path / f"three.{fmt}").read_text()
         assert printed.stdout.count(" --> ") >= 3
+
+
+def test_serve_without_the_server_extra_says_how_to_get_it():
+    """A plain install (no `server` extra): `scriba serve` is one line naming the extra."""
+    code = (
+        "import sys; sys.modules['prometheus_client'] = None\n"  # as if not installed
+        "from scriba.app.cli.main import main\n"
+        "sys.exit(main(['serve', '--port', '1']))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        "scriba: error: scriba serve needs the server extra (prometheus_client is missing): "
+        "pip install 'scriba[server]'"
+    )

@@ -14,7 +14,7 @@ def test_english_only_model_offers_english_and_no_translation():
     status, language, task = follow_model(BUNDLED)
     assert status == "**Whisper tiny.en (bundled)** (English-only) · ready"
     assert language["choices"] == [("English", "en")] and language["interactive"] is False
-    assert task["choices"] == ["transcribe"] and task["interactive"] is False
+    assert task["choices"] == ["transcribe"] and task["visible"] is False  # nothing to choose: hidden
     assert model_arg(BUNDLED) is None and model_arg("openai/whisper-small") == "openai/whisper-small"
 
 
@@ -27,6 +27,9 @@ def test_multilingual_model_offers_its_languages_and_translation(tiny_whispers):
     assert sorted(code for _, code in facts.languages[1:]) == sorted(LANGS)
     assert facts.tasks == ["transcribe", "translate"]
     assert describe_model("x", facts) == f"**Whisper x** ({len(LANGS)} languages) · ready"
+    _, language, task = follow_model(path)
+    assert language["interactive"] is True and task["visible"] is True
+    assert task["choices"] == ["transcribe", "translate"]
 
 
 def test_summarizer_availability(tiny_bart):

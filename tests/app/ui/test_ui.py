@@ -32,6 +32,15 @@ def test_clock_and_paragraphs():
         Segment(7, 9, " Three.", [], 0, 0),
     ]
     assert ui.paragraphs(segs) == "One. Two.\n\nThree."
+    # Without pauses, a long paragraph ends at the first sentence end past 600 characters.
+    talk = [
+        Segment(i, i + 1, f" Part {i} of a talk that runs on{'.' if i % 3 == 2 else ','}", [], 0, 0)
+        for i in range(60)
+    ]
+    text = ui.paragraphs(talk)
+    blocks = text.split("\n\n")
+    assert len(blocks) > 2 and " ".join(blocks) == " ".join(s.text.strip() for s in talk)
+    assert all(b.endswith(".") and 600 <= len(b) < 700 for b in blocks[:-1])
 
 
 def test_transcription_gives_language_text_rows_and_subtitles():

@@ -1,0 +1,104 @@
+"""A first transcript, cold: `scriba transcribe assets/jfk.flac` in a fresh process, and where
+its time goes.
+
+    python benchmarks/bench_cold_start.py [--runs 3] [--out benchmarks/results/cold_start_cpu.txt]
+
+Each run is a new process, as a user's command is (the files are in the OS cache after the
+first, as they are on a user's second try). Printed: the command's wall time (best and all
+runs), then one fresh process's split: interpreter start, the imports the command makes,
+the engine (weights read, int8, the encoder compiled), the first transcription (kernels
+compiled on first use included) and a second one (what the first would cost warm).
+faster-whisper's cold `WhisperModel(...).transcribe()` on the same weights is printed beside
+it when installed. Run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+from results_file import save_lines
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JFK = os.path.join(HERE, "..", "assets", "jfk.flac")
+LINES: list[str] = []
+
+SPLIT = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import scriba.app.cli.main
+from scriba.transcription.transcribe import transcribe
+t1 = time.perf_counter()
+from scriba.runtime.loops import get_loop
+from scriba.transcription.engine_settings import speech_config
+get_loop(None, **speech_config({}))
+t2 = time.perf_counter()
+text = transcribe(sys.argv[1]).text
+t3 = time.perf_counter()
+transcribe(sys.argv[1])
+t4 = time.perf_counter()
+print(json.dumps({"imports": t1 - t0, "engine": t2 - t1, "first": t3 - t2, "second": t4 - t3, "text": text}))
+"""
+
+FASTER_WHISPER = r"""
+import sys, time
+t0 = time.perf_counter()
+from faster_whisper import WhisperModel
+from scriba.models.offline import offline_model_path
+model = WhisperModel(offline_model_path("tiny.en"), device="cpu", compute_type="int8")
+segments, _ = model.transcribe(sys.argv[1])
+print("".join(s.text for s in segments))
+"""
+
+
+def say(line: str = "") -> None:
+    print(line, flush=True)
+    LINES.append(line)
+
+
+def wall(command: list[str]) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return time.perf_counter() - start, done.stdout
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    from machine import cpu_name
+
+    say(f"# python benchmarks/bench_cold_start.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    say(f"# machine: {cpu_name()}, {os.cpu_count()} CPUs")
+    scriba = os.path.join(os.path.dirname(sys.executable), "scriba")
+    runs = [wall([scriba, "transcribe", JFK]) for _ in range(args.runs)]
+    seconds = [s for s, _ in runs]
+    say(
+        f"scriba transcribe jfk.flac: best {min(seconds):.2f} s (runs: {', '.join(f'{s:.2f}' for s in seconds)})"
+    )
+    say(f"  text: {runs[-1][1].strip()[:80]}")
+    python = wall([sys.executable, "-c", "pass"])[0]
+    split = json.loads(wall([sys.executable, "-c", SPLIT, JFK])[1])
+    say(
+        f"split (one fresh process): interpreter {python:.2f} s, imports {split['imports']:.2f} s, "
+        f"engine {split['engine']:.2f} s, first transcription {split['first']:.2f} s "
+        f"(a second one: {split['second']:.2f} s)"
+    )
+    try:
+        import faster_whisper  # noqa: F401
+    except ImportError:
+        say("faster-whisper: not installed (pip install '.[bench]')")
+    else:
+        fw = [wall([sys.executable, "-c", FASTER_WHISPER, JFK])[0] for _ in range(args.runs)]
+        say(f"faster-whisper int8, cold: best {min(fw):.2f} s (runs: {', '.join(f'{s:.2f}' for s in fw)})")
+    save_lines(LINES, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
