@@ -14,6 +14,7 @@ CPU, SDPA over 16 cross-attention contexts of 1,500 positions reads them 1.7x fa
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
@@ -23,8 +24,19 @@ def new_kv_cache(
     num_blocks: int, block_size: int, heads: int, head_dim: int, head_major: bool = False, **tensor_args
 ) -> torch.Tensor:  # [2, num_blocks, block_size, heads, head_dim], zeros
     if head_major:
-        return torch.zeros(2, heads, num_blocks, block_size, head_dim, **tensor_args).permute(0, 2, 3, 1, 4)
-    return torch.zeros(2, num_blocks, block_size, heads, head_dim, **tensor_args)
+        return _zeros((2, heads, num_blocks, block_size, head_dim), **tensor_args).permute(0, 2, 3, 1, 4)
+    return _zeros((2, num_blocks, block_size, heads, head_dim), **tensor_args)
+
+
+def _zeros(shape: tuple, dtype=torch.float32, device="cpu", pin_memory=False) -> torch.Tensor:
+    """torch.zeros; in plain host memory through numpy's calloc, whose pages the OS zeroes as
+    they are first touched: a CPU engine's gigabytes of cache cost nothing at start (torch.zeros
+    writes them all: 0.34 s for tiny.en's default cache)."""
+    if torch.device(device).type != "cpu" or pin_memory:
+        return torch.zeros(shape, dtype=dtype, device=device, pin_memory=pin_memory)
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    raw = np.zeros(shape, dtype={1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize])
+    return torch.from_numpy(raw).view(dtype)
 
 
 def check_write_args(

@@ -34,36 +34,43 @@ def quantize_int8(model: nn.Module, weight_only_decoder: bool | None = None) -> 
     """Quantize `model` (on the CPU, float32) in place; returns it. `weight_only_decoder`: the
     decoder's Linear layers, but the cross-attention K/V projection (1,500 encoder rows a
     window), as WeightOnlyInt8Linear; None: where the CPU computes bfloat16 natively."""
-    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
+    checkpoint = model.int8_weights
     weight, bias = model.output_projection()
-    head = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None)
-    with torch.no_grad():
-        head.weight.copy_(weight)
-        if bias is not None:
-            head.bias.copy_(bias)
     head_name = next((n for n, p in model.named_parameters() if p is weight), None)
-    spec = {nn.Linear: per_channel_dynamic_qconfig}
     with warnings.catch_warnings():  # the deprecation notice of torch.ao's quantized modules
         warnings.simplefilter("ignore")
-        quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True)
-        model.quantized_head = quantize_dynamic(nn.Sequential(head), spec, dtype=torch.qint8)[0]
-        checkpoint = model.int8_weights
-        modules = {f"{n}.weight": m for n, m in model.named_modules() if isinstance(m, DynamicLinear)}
-        modules[f"{head_name}"] = model.quantized_head
-        for name, (q, scale) in checkpoint.items():
-            if name in modules:
-                _set_int8_weight(modules[name], q, scale)
-        for name, module in modules.items():
-            if module is not model.quantized_head:
-                _replace(model, name.removesuffix(".weight"), RowScaledLinear(module))
-        model.quantized_head = RowScaledLinear(model.quantized_head)
+        linears = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear)]
+        for name, linear in linears:
+            int8 = checkpoint.get(f"{name}.weight")
+            _replace(model, name, RowScaledLinear(_dynamic_linear(linear.weight, int8), linear.bias))
+        model.quantized_head = RowScaledLinear(_dynamic_linear(weight, checkpoint.get(head_name)), bias)
     model.int8_weights = {}  # the int8 copies now live in the quantized modules
     if native_bfloat16() if weight_only_decoder is None else weight_only_decoder:
         for name, module in list(model.model.decoder.named_modules()):
             if isinstance(module, RowScaledLinear) and not name.endswith("encoder_attn.kv_proj"):
                 _replace(model.model.decoder, name, WeightOnlyInt8Linear(module))
     return model
+
+
+def _dynamic_linear(weight: torch.Tensor, int8: tuple | None = None) -> DynamicLinear:
+    """PyTorch's dynamic int8 Linear (no bias) of `weight` [out, in]: a checkpoint's own int8
+    weight and per-row scale (rows are int8 / scale) where given, else the float weight
+    quantized per output channel as `quantize_dynamic` does. One prepack either way."""
+    from torch.ao.quantization import per_channel_dynamic_qconfig
+
+    out_features, in_features = weight.shape
+    if int8 is not None:
+        q, scale = int8
+        zero = torch.zeros(q.shape[0], dtype=torch.long)
+        qweight = torch._make_per_channel_quantized_tensor(q, 1.0 / scale.double(), zero, 0)
+    else:
+        observer = per_channel_dynamic_qconfig.weight()
+        observer(weight.detach().float())
+        scales, zeros = observer.calculate_qparams()
+        qweight = torch.quantize_per_channel(weight.detach().float(), scales.double(), zeros, 0, torch.qint8)
+    linear = DynamicLinear(in_features, out_features, bias_=False, dtype=torch.qint8)
+    linear.set_weight_bias(qweight, None)
+    return linear
 
 
 class RowScaledLinear(nn.Module):
@@ -79,10 +86,14 @@ class RowScaledLinear(nn.Module):
 
     SCALE, ZERO_POINT = 1.0 / 63, 64  # q = round(x * 63) + 64: -1 -> 1, +1 -> 127
 
-    def __init__(self, linear: DynamicLinear):
+    def __init__(self, linear: DynamicLinear, bias: torch.Tensor | None = None):
+        """`linear`'s bias, if it has one, moves out of its packed weight (one more prepack);
+        or `bias` is given apart."""
         super().__init__()
-        weight, bias = linear._weight_bias()
-        linear.set_weight_bias(weight, None)
+        weight, own_bias = linear._weight_bias()
+        if own_bias is not None:
+            linear.set_weight_bias(weight, None)
+            bias = own_bias
         self.linear = linear  # holds the packed int8 weight
         self.packed = linear._packed_params._packed_params
         self.register_buffer("bias", None if bias is None else bias.detach())
@@ -142,10 +153,3 @@ _int8_linear = torch.ops.quantized.linear_with_input_q_dq_qweight_dq_output_fp32
 def _replace(model: nn.Module, name: str, module: nn.Module) -> None:
     parent, _, attr = name.rpartition(".")
     setattr(model.get_submodule(parent) if parent else model, attr, module)
-
-
-def _set_int8_weight(module: nn.Module, q: torch.Tensor, scale: torch.Tensor) -> None:
-    """Give a dynamic quantized Linear the int8 weight [out, in] whose rows are int8 / scale."""
-    zero = torch.zeros(q.shape[0], dtype=torch.long)
-    weight = torch._make_per_channel_quantized_tensor(q, 1.0 / scale.double(), zero, 0)
-    module.set_weight_bias(weight, module.bias())
