@@ -10,14 +10,20 @@ from scriba.transcription.results import Segment, WindowResult, Word
 from scriba.transcription.words import APPEND, PREPEND
 
 
+# openai-whisper's defaults (TranscribeOptions takes them from here)
+COMPRESSION_RATIO = 2.4
+LOGPROB = -1.0
+NO_SPEECH = 0.6
+
+
 @dataclass(frozen=True)
 class Guards:
     """openai-whisper's thresholds: retry a window at the next temperature when its text is too
     repetitive or too unlikely; drop it as silence when no-speech is likely and its text unlikely."""
 
-    compression_ratio: float | None = 2.4
-    logprob: float | None = -1.0
-    no_speech: float | None = 0.6
+    compression_ratio: float | None = COMPRESSION_RATIO
+    logprob: float | None = LOGPROB
+    no_speech: float | None = NO_SPEECH
     hallucination_silence: float | None = None  # seconds: see drop_hallucinations
     max_conditioning_temperature: float = 0.5  # above it, the prompt is reset
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scriba.transcription.guards import COMPRESSION_RATIO, LOGPROB, NO_SPEECH
 from scriba.transcription.language_vote import MAX_WINDOWS, THRESHOLD, LanguageVote
 from scriba.transcription.vad import VadOptions
 
@@ -45,9 +46,9 @@ class TranscribeOptions:
     mode: str = "batched"
     beam_size: int = 1
     temperature: float | Sequence[float] = TEMPERATURES
-    compression_ratio_threshold: float | None = 2.4
-    logprob_threshold: float | None = -1.0
-    no_speech_threshold: float | None = 0.6
+    compression_ratio_threshold: float | None = COMPRESSION_RATIO
+    logprob_threshold: float | None = LOGPROB
+    no_speech_threshold: float | None = NO_SPEECH
     condition_on_previous_text: bool = True
     initial_prompt: str | None = None
     vad_filter: bool | None = None
