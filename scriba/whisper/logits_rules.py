@@ -88,10 +88,14 @@ class TimestampRules(LogitsProcessor):
     @classmethod
     def apply(cls, logits, rows, procs, step) -> None:
         begin_of = {r: p.begin for r, p in zip(rows, procs)}
+        # On a CPU one compiled pass per row; elsewhere batched torch ops (the same rules).
+        rules = _timestamp_rules
+        if logits.device.type == "cpu" and logits.dtype == torch.float32:
+            from scriba.whisper.timestamp_rules_cpu import timestamp_rules_cpu as rules
         for layout, group in select(
             rows, procs, lambda r, p: step.lengths[r] >= p.begin, lambda p: p.layout
         ).items():
-            _timestamp_rules(logits, group, [begin_of[r] for r in group], layout, step)
+            rules(logits, group, [begin_of[r] for r in group], layout, step)
 
 
 def _timestamp_rules(logits, rows: list[int], begins: list[int], layout, step) -> None:

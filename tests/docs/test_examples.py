@@ -23,7 +23,9 @@ import paths
 import pytest
 
 DOCS = [os.path.join(paths.ROOT, "README.md")] + sorted(
-    os.path.join(paths.ROOT, "docs", name) for name in os.listdir(os.path.join(paths.ROOT, "docs"))
+    os.path.join(paths.ROOT, "docs", name)
+    for name in os.listdir(os.path.join(paths.ROOT, "docs"))
+    if name.endswith(".md")
 )
 BLOCK = re.compile(
     r"(?:<!-- example: (?P<mark>[^>]*?) -->\n)?^```(?P<lang>python|bash)\n(?P<code>.*?)^```", re.S | re.M
