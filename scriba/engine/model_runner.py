@@ -363,7 +363,9 @@ def _pack_prefills(prefills: list[_Running], block_size: int) -> _Prefills:
         p.cross_slot_mapping += _slots(cross_table, 0, enc_len, block_size)
         query = group.prompt_logprob_query
         if query is not None:
-            p.prompt_logprob_queries.append((group.request_id, len(p.input_ids) + query.position, query.token_id))
+            p.prompt_logprob_queries.append(
+                (group.request_id, len(p.input_ids) + query.position, query.token_id)
+            )
         for seq, table in zip(seqs, tables):
             tokens = seq.token_ids
             p.input_ids += tokens

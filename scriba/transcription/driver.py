@@ -98,9 +98,9 @@ class WindowQueue:
     once. When someone reads the segments as they come (`streaming`), fewer are in flight (the
     earlier windows decode ahead: the text grows as the file goes) and the first window decodes
     alone: its segments come after one window's time, not after a whole batch's (the dev
-    long-form recording: the first segment at 24% of the call instead of 63%). What follows a finished window (its retry, its tail,
-    the windows held for the language vote) goes before the windows not yet started: it is
-    earlier in its file."""
+    long-form recording: the first segment at 24% of the call instead of 73%). What follows a
+    finished window (its retry, its tail, the windows held for the language vote) goes before
+    the windows not yet started: it is earlier in its file."""
 
     def __init__(self, decoder: WindowDecoder, windows: list[Window], streaming: bool = False):
         if streaming:

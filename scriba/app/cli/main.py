@@ -92,7 +92,10 @@ def _add_transcribe(sub) -> None:
         help="a speech window this sure of its language decides it (else more windows vote)",
     )
     tr.add_argument(
-        "--language-detection-segments", type=int, default=LANGUAGE_WINDOWS, help="speech windows that vote at most"
+        "--language-detection-segments",
+        type=int,
+        default=LANGUAGE_WINDOWS,
+        help="speech windows that vote at most",
     )
     tr.add_argument("--format", default="txt", choices=["txt", "srt", "vtt", "json"])
     tr.add_argument("--output-dir", default=None, help="write <file stem>.<format> there instead of printing")
@@ -112,8 +115,12 @@ def _add_summarize(sub) -> None:
         help=f"a BART checkpoint: Hugging Face id or folder (default {DEFAULT_SUMMARIZER}, "
         "downloaded on first use: it needs the network once)",
     )
-    sm.add_argument("--max-length", type=int, default=None, help="tokens per summary at most (default: the model's)")
-    sm.add_argument("--min-length", type=int, default=None, help="tokens per summary at least (default: the model's)")
+    sm.add_argument(
+        "--max-length", type=int, default=None, help="tokens per summary at most (default: the model's)"
+    )
+    sm.add_argument(
+        "--min-length", type=int, default=None, help="tokens per summary at least (default: the model's)"
+    )
     sm.add_argument(
         "--format", default="txt", choices=["txt", "json"], help="json: the summary, its levels and sections"
     )
@@ -161,7 +168,9 @@ def run_serve(args: argparse.Namespace) -> int:
         from scriba.app.server.app import ServerSettings, serve
         from scriba.app.server.models import ServedModels
     except ImportError as e:
-        raise ImportError(f"scriba serve needs the server extra ({e.name} is missing): pip install 'scriba[server]'") from None
+        raise ImportError(
+            f"scriba serve needs the server extra ({e.name} is missing): pip install 'scriba[server]'"
+        ) from None
 
     config = {k: v for k, v in engine_options(args).items() if v not in (None, "auto")}
     allow = [m.strip() for m in args.allow_models.split(",") if m.strip()]
