@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     say(
         f"scriba transcribe jfk.flac: best {min(seconds):.2f} s (runs: {', '.join(f'{s:.2f}' for s in seconds)})"
     )
-    say(f"  text: {runs[-1][1].strip()[:80]}")
+    say(f"  text: {' '.join(runs[-1][1].split())[:100]}")
     python = wall([sys.executable, "-c", "pass"])[0]
     split = json.loads(wall([sys.executable, "-c", SPLIT, JFK])[1])
     say(

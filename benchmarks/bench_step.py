@@ -26,6 +26,7 @@ import torch
 
 from scriba import Engine, SamplingParams
 from scriba.models.registry import default_model_path
+from scriba.whisper.checkpoint_config import transformers_configs
 from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
 
 TINY = dict(
@@ -44,7 +45,8 @@ def make_model(folder: str):
     from transformers import WhisperConfig, WhisperForConditionalGeneration
 
     bundled = default_model_path()
-    _, real_config, generation_config = load_ctranslate2_whisper(bundled)
+    _, *configs = load_ctranslate2_whisper(bundled)
+    real_config, generation_config = transformers_configs(*configs)
     config = WhisperConfig(**{**real_config.to_dict(), **TINY})
     torch.manual_seed(0)
     model = WhisperForConditionalGeneration(config).eval()

@@ -30,6 +30,7 @@ import torch
 from scriba import Engine, SamplingParams
 from scriba.media.load import load_audio
 from scriba.models.registry import default_model_path
+from scriba.whisper.checkpoint_config import transformers_configs
 from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
 from scriba.whisper.log_mel import log_mel
 
@@ -138,7 +139,8 @@ def main() -> None:
     )
 
     engine = Engine(folder, device="cpu", dtype="float32")
-    state_dict, config, generation_config = load_ctranslate2_whisper(folder)
+    state_dict, *configs = load_ctranslate2_whisper(folder)
+    config, generation_config = transformers_configs(*configs)
     config._attn_implementation = "sdpa"
     hf = WhisperForConditionalGeneration(config)
     hf.load_state_dict({k: v.float() for k, v in state_dict.items()}, strict=False)

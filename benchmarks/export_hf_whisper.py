@@ -17,12 +17,14 @@ from transformers import (
 )
 
 from scriba.models.offline import offline_model_path
+from scriba.whisper.checkpoint_config import transformers_configs
 from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
 
 
 def export(name: str, out: str) -> None:
     folder = offline_model_path(name)
-    state_dict, config, generation_config = load_ctranslate2_whisper(folder)
+    state_dict, *configs = load_ctranslate2_whisper(folder)
+    config, generation_config = transformers_configs(*configs)
     model = WhisperForConditionalGeneration(config)
     model.load_state_dict({k: v.float() for k, v in state_dict.items()}, strict=False)
     model.generation_config = generation_config

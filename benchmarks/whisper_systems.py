@@ -10,6 +10,7 @@ import scriba
 from scriba.media.load import load_audio
 from scriba.models.offline import offline_model_path
 from scriba.models.registry import default_model_path
+from scriba.whisper.checkpoint_config import transformers_configs
 from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
 
 SCRIBA_MODES = {
@@ -73,7 +74,8 @@ def transformers_system(long_form: bool) -> dict:
     from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration, WhisperTokenizerFast
 
     folder = default_model_path()
-    state_dict, config, generation_config = load_ctranslate2_whisper(folder)
+    state_dict, *configs = load_ctranslate2_whisper(folder)
+    config, generation_config = transformers_configs(*configs)
     config._attn_implementation = "sdpa"
     model = WhisperForConditionalGeneration(config)
     model.load_state_dict({k: v.float() for k, v in state_dict.items()}, strict=False)

@@ -25,6 +25,7 @@ from scriba.engine.sampling_params import SamplingParams
 from scriba.engine.scheduler import Scheduler
 from scriba.engine.sequence import SequenceGroup, SequenceStatus
 from scriba.engine.threads import inference_threads
+from scriba.engine.tokenizer import load_tokenizer
 from scriba.models import default_model_path, load_model
 from scriba.models.quantize import quantize_int8
 
@@ -51,7 +52,7 @@ class Engine:
         if config.quantization == "int8" or self._runs_int8_checkpoint():
             quantize_int8(self.model)
             config.quantization = "int8"
-        self.tokenizer = _load_tokenizer(
+        self.tokenizer = load_tokenizer(
             config.tokenizer or self.model_path, explicit=config.tokenizer is not None
         )
         m = self.model
@@ -334,34 +335,6 @@ class Engine:
             if bar is not None:
                 bar.close()
         return [finished[rid] for rid in ids]
-
-
-_TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "vocab.json",
-    "sentencepiece.bpe.model",
-    "spiece.model",
-    "tokenizer.model",
-)
-
-
-def _load_tokenizer(path: str, explicit: bool):
-    """The checkpoint's tokenizer; None when its folder has none (transformers would invent an empty one)."""
-    from transformers import AutoTokenizer
-
-    if not explicit and not any(os.path.exists(os.path.join(path, f)) for f in _TOKENIZER_FILES):
-        logger.warning(
-            "no tokenizer files in %s: text prompts are disabled, outputs carry token ids only", path
-        )
-        return None
-    try:
-        return AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError, TypeError) as e:
-        logger.warning(
-            "no tokenizer for %s (%s): text prompts are disabled, outputs carry token ids only", path, e
-        )
-        return None
 
 
 def _progress(total: int):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import torch
 
-from scriba.kernels.cpu_paged_attention import paged_decode_attention_cpu
 from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
 from scriba.kernels.triton_support import HAS_TRITON, require_triton
@@ -41,6 +40,9 @@ class NumbaBackend(TorchBackend):
 
     @staticmethod
     def paged_decode_attention(q, kv_cache, block_tables, seq_lens, scale, reads=None):
+        # numba is imported by the first decode step that needs it (0.17 s), not by every start
+        from scriba.kernels.cpu_paged_attention import paged_decode_attention_cpu
+
         return paged_decode_attention_cpu(q, kv_cache, block_tables, seq_lens, scale)
 
 

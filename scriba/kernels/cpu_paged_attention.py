@@ -147,19 +147,33 @@ def paged_decode_attention_cpu(
         raise ValueError(
             f"needs a CPU float32 or bfloat16 cache and float32 q, got {kv_cache.dtype} and {q.dtype}"
         )
-    block_size = kv_cache.shape[2]
-    # [2, heads, slots, head_dim]: a view for both memory orders (new_kv_cache)
-    cache = kv_cache.view(CACHE_DTYPES[kv_cache.dtype]).permute(0, 3, 1, 2, 4).flatten(2, 3).numpy()
-    lengths = seq_lens.to(torch.int32).numpy()
-    tables = block_tables.to(torch.int32).contiguous().numpy()
     out = torch.empty(q.shape)
+    args = _kernel_args(q, kv_cache, block_tables, seq_lens, scale, out)
     # One launch at a time (engines on several threads): each already takes every core, and
     # numba's fallback pool, where there is no OpenMP, refuses launches from two threads at once.
     with _launches:
         _use_torch_threads()
-        args = (tables, lengths, block_size, np.float32(scale), out.numpy())
-        _attention_kernel(q.contiguous().numpy(), cache[0], cache[1], *args)
+        _attention_kernel(*args)
     return out
+
+
+def _kernel_args(q, kv_cache, block_tables, seq_lens, scale: float, out) -> tuple:
+    """The kernel's arguments as numpy views of the tensors (no copies but q's and the ints')."""
+    # [2, heads, slots, head_dim]: a view for both memory orders (new_kv_cache)
+    cache = kv_cache.view(CACHE_DTYPES[kv_cache.dtype]).permute(0, 3, 1, 2, 4).flatten(2, 3).numpy()
+    lengths = seq_lens.to(torch.int32).numpy()
+    tables = block_tables.to(torch.int32).contiguous().numpy()
+    block_size = kv_cache.shape[2]
+    return (
+        q.contiguous().numpy(),
+        cache[0],
+        cache[1],
+        tables,
+        lengths,
+        block_size,
+        np.float32(scale),
+        out.numpy(),
+    )
 
 
 CACHE_DTYPES = {torch.float32: torch.float32, torch.bfloat16: torch.uint16}  # -> what numba reads

@@ -14,7 +14,9 @@ CPU, SDPA over 16 cross-attention contexts of 1,500 positions reads them 1.7x fa
 
 from __future__ import annotations
 
-import numpy as np
+import math
+import mmap
+
 import torch
 
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
@@ -29,14 +31,18 @@ def new_kv_cache(
 
 
 def _zeros(shape: tuple, dtype=torch.float32, device="cpu", pin_memory=False) -> torch.Tensor:
-    """torch.zeros; in plain host memory through numpy's calloc, whose pages the OS zeroes as
-    they are first touched: a CPU engine's gigabytes of cache cost nothing at start (torch.zeros
-    writes them all: 0.34 s for tiny.en's default cache)."""
-    if torch.device(device).type != "cpu" or pin_memory:
+    """torch.zeros; in plain host memory, an anonymous mapping whose pages the OS zeroes as they
+    are first touched: a CPU engine's gigabytes of cache cost nothing at start (torch.zeros
+    writes them all: 0.34 s for tiny.en's default cache). Small pages, not the 2 MB ones numpy
+    asks for (madvise) above 4 MB: a request's first writes land in a few rows of every head's
+    region, and on a 2-core VM each 2 MB page cost ~5 ms to fault in (48 of them, 0.23 s, in a
+    first transcription), where 4 KB pages cost microseconds."""
+    numel = math.prod(shape)
+    if torch.device(device).type != "cpu" or pin_memory or numel == 0:
         return torch.zeros(shape, dtype=dtype, device=device, pin_memory=pin_memory)
     itemsize = torch.empty(0, dtype=dtype).element_size()
-    raw = np.zeros(shape, dtype={1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize])
-    return torch.from_numpy(raw).view(dtype)
+    pages = mmap.mmap(-1, numel * itemsize, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    return torch.frombuffer(pages, dtype=dtype).view(shape)  # the tensor keeps the mapping alive
 
 
 def check_write_args(

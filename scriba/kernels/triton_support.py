@@ -1,7 +1,7 @@
 """Whether Triton can run here: on a CUDA GPU, or anywhere under TRITON_INTERPRET=1.
 
-Kernel files define their Triton kernels only when Triton imports, so the CPU install works
-without it. TRITON_INTERPRET=1 must be set before the kernels are imported (tests do it in
+Kernel files define their Triton kernels only when Triton is imported here (installed, and a GPU
+or the interpreter to run it), so the CPU install works without it. TRITON_INTERPRET=1 must be set before the kernels are imported (tests do it in
 conftest.py when there is no GPU).
 """
 
@@ -11,16 +11,18 @@ import os
 
 import torch
 
-try:
-    import triton  # noqa: F401
-    import triton.language as tl  # noqa: F401
-
-    HAS_TRITON = True
-except ImportError:  # the plain CPU install
-    triton = tl = None
-    HAS_TRITON = False
-
 IS_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+# Imported only where its kernels can run (a CUDA GPU, or the interpreter): on a CPU it would cost
+# every start 0.08 s for nothing.
+triton = tl = None
+if IS_INTERPRETED or torch.cuda.is_available():
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:  # the plain install
+        pass
+HAS_TRITON = triton is not None
 
 
 def triton_runs_on(device: torch.device | str) -> bool:

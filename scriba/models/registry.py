@@ -18,6 +18,7 @@ from scriba.models.loader import (
     iterate_checkpoint,
     load_weights,
     resolve_model_path,
+    skip_random_init,
 )
 from scriba.models.offline import DEFAULT, offline_model_path
 
@@ -35,7 +36,7 @@ CTRANSLATE2_READER = "scriba.whisper.ctranslate2:load_ctranslate2_whisper_int8"
 
 
 def named(where: str):
-    """"module:Name" -> the object it names."""
+    """ "module:Name" -> the object it names."""
     module, name = where.split(":")
     return getattr(importlib.import_module(module), name)
 
@@ -92,7 +93,7 @@ def load_model(
         generation_config = load_generation_config(path)
         weights = iterate_checkpoint(path)
     cls = model_class_for(hf_config)
-    with torch.device(device):
+    with torch.device(device), skip_random_init():  # load_weights fills every parameter
         net = cls(hf_config, generation_config)
     load_weights(net, weights)
     net.int8_weights = gather_int8(net, int8.items()) if int8 else {}

@@ -1,9 +1,10 @@
 """Read CTranslate2 (faster-whisper) Whisper folders: model.bin + config.json + tokenizer.json.
 
 The reader turns the CTranslate2 variables into a state dict with Hugging Face's names (fused
-projections split into q/k/v), and builds the `WhisperConfig` and `GenerationConfig` that
-Hugging Face's folders carry, from the tensor shapes and the tokenizer's control tokens. The
-same state dict loads into Scriba's model or into transformers' WhisperForConditionalGeneration.
+projections split into q/k/v), and builds the two configs that Hugging Face's folders carry
+(checkpoint_config.py: transformers' field names, no transformers import) from the tensor shapes
+and the tokenizer's control tokens. The same state dict loads into Scriba's model or into
+transformers' WhisperForConditionalGeneration.
 
 model.bin layout (binary version >= 4, little-endian): u32 version, string spec name, u32 spec
 revision, u32 variable count, then per variable: string name, u8 rank, u32 dims[rank],
@@ -25,6 +26,9 @@ import struct
 
 import torch
 
+from scriba.whisper.checkpoint_config import WhisperConfig, WhisperGenerationConfig
+from scriba.whisper.language_names import LANGUAGES
+
 _DTYPES = {
     0: torch.float32,
     1: torch.int8,
@@ -38,7 +42,8 @@ _DTYPES = {
 def read_model_bin(file: str) -> tuple[str, dict[str, torch.Tensor]]:
     """(spec name, {variable name: tensor}) with aliases resolved."""
     with open(file, "rb") as f:
-        data = f.read()
+        data = bytearray(os.fstat(f.fileno()).st_size)
+        f.readinto(data)
     offset = 0
 
     def take(fmt: str):
@@ -66,10 +71,16 @@ def read_model_bin(file: str) -> tuple[str, dict[str, torch.Tensor]]:
         dtype_id, num_bytes = take("<B"), take("<I")
         if dtype_id not in _DTYPES:
             raise ValueError(f"{file}: variable {name} has unknown dtype id {dtype_id}")
-        raw = bytearray(data[offset : offset + num_bytes])
+        dtype = _DTYPES[dtype_id]
+        if num_bytes:
+            # copied out of the file's buffer: aligned for the kernels, and the buffer is freed
+            tensor = torch.frombuffer(
+                data, dtype=dtype, count=num_bytes // dtype.itemsize, offset=offset
+            ).clone()
+        else:
+            tensor = torch.empty(0, dtype=dtype)
         offset += num_bytes
-        tensor = torch.frombuffer(raw, dtype=torch.uint8) if num_bytes else torch.empty(0, dtype=torch.uint8)
-        variables[name] = tensor.view(_DTYPES[dtype_id]).reshape(dims)
+        variables[name] = tensor.reshape(dims)
     for _ in range(take("<I") if offset < len(data) else 0):
         alias, target = string(), string()
         variables[alias] = variables[target]
@@ -178,11 +189,10 @@ def _special_tokens(path: str) -> dict[str, int]:
     return {t["content"]: t["id"] for t in added}
 
 
-def whisper_configs(path: str, variables: dict[str, torch.Tensor]):
-    """(WhisperConfig, GenerationConfig) for a CTranslate2 Whisper folder."""
-    from transformers import GenerationConfig, WhisperConfig
-    from transformers.models.whisper.tokenization_whisper import LANGUAGES
-
+def whisper_configs(
+    path: str, variables: dict[str, torch.Tensor]
+) -> tuple[WhisperConfig, WhisperGenerationConfig]:
+    """The model's and its generation's configs for a CTranslate2 Whisper folder."""
     with open(os.path.join(path, "config.json")) as f:
         ct2 = json.load(f)
     specials = _special_tokens(path)
@@ -212,7 +222,6 @@ def whisper_configs(path: str, variables: dict[str, torch.Tensor]):
         decoder_start_token_id=sot,
         suppress_tokens=ct2.get("suppress_ids"),
         begin_suppress_tokens=ct2.get("suppress_ids_begin"),
-        architectures=["WhisperForConditionalGeneration"],
     )
     is_multilingual = vocab_size >= 51865
     gen = dict(
@@ -234,19 +243,20 @@ def whisper_configs(path: str, variables: dict[str, torch.Tensor]):
             t: i for t, i in specials.items() if re.fullmatch(r"<\|[a-z]{2,3}\|>", t) and t[2:-2] in LANGUAGES
         }
         gen["task_to_id"] = {"translate": specials["<|translate|>"], "transcribe": specials["<|transcribe|>"]}
-    return config, GenerationConfig(**gen)
+    return config, WhisperGenerationConfig(**gen)
 
 
 def load_ctranslate2_whisper(path: str):
-    """(HF-named state dict in float32 or the file's float type, WhisperConfig, GenerationConfig);
-    an int8 model's weights are dequantized (see `load_ctranslate2_whisper_int8` for the int8)."""
+    """(HF-named state dict in float32 or the file's float type, WhisperConfig,
+    WhisperGenerationConfig); an int8 model's weights are dequantized (see
+    `load_ctranslate2_whisper_int8` for the int8)."""
     state_dict, _, config, generation_config = load_ctranslate2_whisper_int8(path)
     return state_dict, config, generation_config
 
 
 def load_ctranslate2_whisper_int8(path: str):
     """(state dict, {HF name: (int8 weight [out, in], CTranslate2 scale [out])}, WhisperConfig,
-    GenerationConfig): a float model has no int8 weights; an int8 one has its scales, where a
+    WhisperGenerationConfig): a float model has no int8 weights; an int8 one has its scales, where a
     weight equals int8 / scale row by row."""
     spec, variables = read_model_bin(os.path.join(path, "model.bin"))
     if spec != "WhisperSpec":

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 
+from scriba.whisper.language_names import LANGUAGES, TO_LANGUAGE_CODE
+
 
 def whisper_language_code(language: str) -> str:
     """'en', 'English' or 'english' -> 'en' for any language Whisper knows; else a clear error."""
-    from transformers.models.whisper.tokenization_whisper import LANGUAGES, TO_LANGUAGE_CODE
-
     if not isinstance(language, str):
         raise ValueError(f"language must be a string like 'en' or None to detect it, got {language!r}")
     code = language.strip().lower()
@@ -20,8 +20,6 @@ def whisper_language_code(language: str) -> str:
 
 def language_code(language: str, tokens) -> str:
     """`language` as this model's code; a clear error for anything the model lacks."""
-    from transformers.models.whisper.tokenization_whisper import LANGUAGES
-
     code = whisper_language_code(language)
     if not tokens.is_multilingual:
         if code != "en":

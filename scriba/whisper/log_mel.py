@@ -1,5 +1,6 @@
-"""Whisper's log-mel features, computed as transformers' `WhisperFeatureExtractor` does, so they
-are the ones Hugging Face's Whisper models were trained and evaluated with."""
+"""Whisper's log-mel features, computed as transformers' `WhisperFeatureExtractor` does (its mel
+filters, Hann window and clamping), so they are the ones Whisper was trained and evaluated with;
+built here, without importing transformers."""
 
 from __future__ import annotations
 
@@ -9,17 +10,31 @@ import numpy as np
 
 from scriba.whisper.constants import HOP_LENGTH, SAMPLE_RATE
 
+N_FFT = 400  # 25 ms windows
+
 
 @functools.lru_cache(maxsize=4)
-def feature_extractor(num_mel_bins: int, num_frames: int = 3000):
-    from transformers import WhisperFeatureExtractor
+def mel_filters(num_mel_bins: int) -> np.ndarray:
+    """[N_FFT // 2 + 1, num_mel_bins] float64: triangular filters on the Slaney mel scale from 0 to
+    8 kHz, each scaled to unit area (Slaney's norm), as librosa, openai-whisper and transformers'
+    WhisperFeatureExtractor build them."""
+    f_sp, knee = 200.0 / 3, 1000.0  # linear below 1 kHz (f_sp Hz per mel), logarithmic above
+    log_step = np.log(6.4) / 27.0
 
-    return WhisperFeatureExtractor(
-        feature_size=num_mel_bins,
-        sampling_rate=SAMPLE_RATE,
-        hop_length=HOP_LENGTH,
-        chunk_length=num_frames * HOP_LENGTH // SAMPLE_RATE,
-    )
+    def hz_to_mel(hz):
+        hz = np.asarray(hz, dtype=np.float64)
+        return np.where(hz < knee, hz / f_sp, knee / f_sp + np.log(np.maximum(hz, 1e-10) / knee) / log_step)
+
+    def mel_to_hz(mel):
+        return np.where(mel < knee / f_sp, mel * f_sp, knee * np.exp(log_step * (mel - knee / f_sp)))
+
+    fft_hz = np.linspace(0, SAMPLE_RATE // 2, N_FFT // 2 + 1)
+    edges = mel_to_hz(np.linspace(hz_to_mel(0.0), hz_to_mel(SAMPLE_RATE / 2), num_mel_bins + 2))
+    widths = np.diff(edges)
+    slopes = edges[None, :] - fft_hz[:, None]  # [bins, num_mel_bins + 2]
+    rising, falling = -slopes[:, :-2] / widths[:-1], slopes[:, 2:] / widths[1:]
+    filters = np.maximum(0.0, np.minimum(rising, falling))
+    return filters * (2.0 / (edges[2:] - edges[:-2]))[None, :]
 
 
 def log_mel(windows: list[np.ndarray], num_mel_bins: int, num_frames: int = 3000) -> np.ndarray:
@@ -32,8 +47,7 @@ def log_mel(windows: list[np.ndarray], num_mel_bins: int, num_frames: int = 3000
     that touch audio (a 5 s clip costs a sixth of a 30 s window)."""
     import torch
 
-    extractor = feature_extractor(num_mel_bins, num_frames)
-    n_fft, hop = extractor.n_fft, extractor.hop_length
+    n_fft, hop = N_FFT, HOP_LENGTH
     longest = min(max((len(w) for w in windows), default=0), num_frames * hop)
     # Frame j reads samples [j * hop - n_fft / 2, j * hop + n_fft / 2): past `used`, only zeros.
     used = min(num_frames, (longest + n_fft // 2) // hop + 2)
@@ -44,7 +58,7 @@ def log_mel(windows: list[np.ndarray], num_mel_bins: int, num_frames: int = 3000
     stft = torch.stft(torch.from_numpy(segment), n_fft, hop, window=hann, return_complex=True)
     power = (stft[..., :used].abs() ** 2).to(torch.float32)  # [windows, n_fft // 2 + 1, used]
     mel = torch.zeros(len(windows), num_mel_bins, num_frames)
-    mel[..., :used] = torch.from_numpy(extractor.mel_filters).to(torch.float32).T @ power
+    mel[..., :used] = torch.from_numpy(mel_filters(num_mel_bins)).to(torch.float32).T @ power
     log_spec = mel.clamp(min=1e-10).log10()
     log_spec = torch.maximum(log_spec, log_spec.amax(dim=(1, 2), keepdim=True) - 8.0)
     return ((log_spec + 4.0) / 4.0).numpy()

@@ -37,7 +37,7 @@ def import_openvino():
 
 
 def host_precision(core) -> str:
-    """"bf16" where OpenVINO's CPU plugin computes in bfloat16 natively, else "int8"."""
+    """ "bf16" where OpenVINO's CPU plugin computes in bfloat16 natively, else "int8"."""
     return "bf16" if "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES") else "int8"
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
+from scriba.whisper.language_names import LANGUAGES
+
 
 @dataclass
 class WhisperTokens:
@@ -46,8 +48,6 @@ class WhisperTokens:
         num_langs = no_ts - eot - 7
         lang_to_id = {k.strip("<|>"): v for k, v in (get("lang_to_id") or {}).items()}
         if not lang_to_id and multilingual:
-            from transformers.models.whisper.tokenization_whisper import LANGUAGES
-
             lang_to_id = {code: eot + 2 + i for i, code in enumerate(list(LANGUAGES)[:num_langs])}
         tasks = get("task_to_id") or {"translate": no_ts - 5, "transcribe": no_ts - 4}
         return cls(

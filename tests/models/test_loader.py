@@ -128,3 +128,26 @@ def test_activations_match_transformers():
         torch.testing.assert_close(fn(x), ACT2FN[name](x), rtol=1e-6, atol=1e-6)
     with pytest.raises(ValueError, match="activation_function 'mish2' is not supported"):
         activation("mish2")
+
+
+def test_models_are_built_without_random_values_and_the_init_functions_come_back():
+    """skip_random_init: parameters keep what was allocated (load_weights fills them), values
+    written on purpose stay (a zeroed shard, LayerNorm's ones), and torch.nn.init is restored,
+    also when building fails."""
+    from scriba.kernels.metadata import AttentionType
+    from scriba.models.layers import MultiHeadAttention
+    from scriba.models.loader import skip_random_init
+
+    before = torch.nn.init.kaiming_uniform_
+    torch.manual_seed(0)
+    with skip_random_init():
+        state = torch.random.get_rng_state()
+        attention = MultiHeadAttention(8, 2, AttentionType.DECODER, k_bias=False)
+        norm = torch.nn.LayerNorm(8)
+        assert torch.equal(torch.random.get_rng_state(), state)  # nothing was drawn
+    assert torch.count_nonzero(attention.qkv_proj.bias[8:16]) == 0 and torch.equal(norm.weight, torch.ones(8))
+    with pytest.raises(RuntimeError, match="boom"), skip_random_init():
+        raise RuntimeError("boom")
+    assert torch.nn.init.kaiming_uniform_ is before
+    drawn = torch.nn.Linear(8, 8).weight
+    assert torch.count_nonzero(drawn) == 64 and drawn.abs().max() <= 8**-0.5  # kaiming again

@@ -9,7 +9,7 @@ from oracle import JFK, JFK_WORDS, random_prompts, words
 import scriba
 from scriba import Engine, SamplingParams
 from scriba.config import EngineConfig
-from scriba.models.quantize import RowScaledLinear, WeightOnlyInt8Linear, quantize_int8
+from scriba.models.quantize import RowScaledLinear, WeightOnlyInt8Linear, per_channel_int8, quantize_int8
 from scriba.models.registry import load_model
 
 TIMESTAMP_BEGIN = 50363  # tiny.en's <|0.00|>
@@ -24,7 +24,10 @@ def test_int8_linear_quantizes_each_row_at_its_own_scale():
     linear = torch.nn.Linear(64, 48)
     spec = {torch.nn.Linear: per_channel_dynamic_qconfig}
     per_tensor = quantize_dynamic(torch.nn.Sequential(linear), spec, dtype=torch.qint8)[0]
-    per_row = RowScaledLinear(quantize_dynamic(torch.nn.Sequential(linear), spec, dtype=torch.qint8)[0])
+    per_row = RowScaledLinear(*per_channel_int8(linear.weight), linear.bias)
+    # the same int8 weights and scales as PyTorch's per-channel quantization
+    assert torch.equal(per_row.weight().int_repr(), per_tensor.weight().int_repr())
+    assert torch.equal(per_row.weight().q_per_channel_scales(), per_tensor.weight().q_per_channel_scales())
     x = torch.randn(6, 64) * torch.tensor([1e-3, 1e-2, 1.0, 1.0, 1e2, 1e3])[:, None]
     with torch.no_grad():
         ref = linear(x) - linear.bias
@@ -43,13 +46,11 @@ def test_weight_only_int8_linear_keeps_the_int8_weights_and_each_rows_own_result
     """The decoder's form on bfloat16 CPUs: the same int8 weights and per-channel scales as the
     RowScaledLinear it replaces, activations in bfloat16; each row computed alike alone or in
     any batch, bit for bit."""
-    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
     torch.manual_seed(0)
     linear = torch.nn.Linear(64, 48)
-    spec = {torch.nn.Linear: per_channel_dynamic_qconfig}
-    per_row = RowScaledLinear(quantize_dynamic(torch.nn.Sequential(linear), spec, dtype=torch.qint8)[0])
-    weight_only = WeightOnlyInt8Linear(per_row)
+    per_row = RowScaledLinear(*per_channel_int8(linear.weight), linear.bias)
+    weight_only = WeightOnlyInt8Linear(*per_channel_int8(linear.weight), linear.bias)
+    assert torch.equal(weight_only.weight().int_repr(), per_row.weight().int_repr())
     x = torch.randn(7, 64) * torch.tensor([1e-3, 1e-2, 1.0, 1.0, 1e2, 1e3, 1.0])[:, None]
     dequantized = per_row.weight().dequantize()  # what both modules multiply by
     with torch.no_grad():

@@ -84,9 +84,11 @@ def transformers_whisper(name: str):
     from transformers import WhisperForConditionalGeneration
 
     from scriba.models.offline import offline_model_path
+    from scriba.whisper.checkpoint_config import transformers_configs
     from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
 
-    state_dict, config, generation_config = load_ctranslate2_whisper(offline_model_path(name))
+    state_dict, *configs = load_ctranslate2_whisper(offline_model_path(name))
+    config, generation_config = transformers_configs(*configs)
     model = WhisperForConditionalGeneration(config)
     missing, unexpected = model.load_state_dict({k: v.float() for k, v in state_dict.items()}, strict=False)
     assert not missing and not unexpected, (missing, unexpected)

@@ -6,7 +6,7 @@ import torch
 from tiny_whisper import EOT, synthetic_clip
 
 from scriba import Engine, SamplingParams
-from scriba.whisper.log_mel import log_mel
+from scriba.whisper.log_mel import log_mel, mel_filters
 
 MAX_NEW = 40
 CASES = [  # (model, language, task, timestamps)
@@ -99,6 +99,7 @@ def test_features_match_whisper_feature_extractor():
         # The extractor's float64 numpy path: the reference its float32 torch path approximates.
         ref = np.stack([extractor._np_extract_fbank_features(p[None], "cpu")[0] for p in padded])
         ours = log_mel(audio, mels)
+        np.testing.assert_allclose(mel_filters(mels), extractor.mel_filters, rtol=1e-12, atol=1e-15)
         assert ours.shape == (len(audio), mels, 3000)
         np.testing.assert_allclose(ours, ref, atol=1e-5)
 

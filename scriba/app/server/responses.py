@@ -10,13 +10,12 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from scriba.transcription.results import Transcription
 from scriba.transcription.writers import to_srt, to_vtt
+from scriba.whisper.language_names import LANGUAGES
 
 FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 
 
 def language_name(code: str | None) -> str:
-    from transformers.models.whisper.tokenization_whisper import LANGUAGES
-
     return LANGUAGES.get(code or "", code or "")
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from scriba.runtime.loops import get_loop
 from scriba.transcription.engine_settings import speech_config
+from scriba.whisper.language_names import LANGUAGES
 
 BUNDLED = "tiny.en (bundled)"  # the dropdown's name for the offline default (model=None)
 
@@ -30,8 +31,6 @@ class WhisperFacts:
 
 def whisper_facts(choice: str | None) -> WhisperFacts:
     """Loads the model (the shared engine the transcriptions use) and reads its languages."""
-    from transformers.models.whisper.tokenization_whisper import LANGUAGES
-
     tokens = get_loop(model_arg(choice), **speech_config({})).engine.model.tokens
     if not tokens.is_multilingual:
         return WhisperFacts(False, [("English", "en")])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from scriba.whisper.language_names import LANGUAGES
+
 PARAGRAPH_PAUSE = 2.0  # seconds of silence between segments that start a new paragraph
 # A paragraph this long ends at its next sentence end even without a pause (a talk without
 # 2 s pauses would otherwise be one block of thousands of characters).
@@ -45,8 +47,6 @@ def say_duration(seconds: float) -> str:
 
 
 def language_name(code: str | None) -> str:
-    from transformers.models.whisper.tokenization_whisper import LANGUAGES
-
     return LANGUAGES.get(code or "", code or "unknown").title()
 
 
