@@ -15,33 +15,32 @@ CPU, SDPA over 16 cross-attention contexts of 1,500 positions reads them 1.7x fa
 from __future__ import annotations
 
 import math
-import mmap
 
 import torch
 
+from scriba.kernels.host_pages import zeroed_host_memory
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
 
 
 def new_kv_cache(
     num_blocks: int, block_size: int, heads: int, head_dim: int, head_major: bool = False, **tensor_args
 ) -> torch.Tensor:  # [2, num_blocks, block_size, heads, head_dim], zeros
-    if head_major:
-        return _zeros((2, heads, num_blocks, block_size, head_dim), **tensor_args).permute(0, 2, 3, 1, 4)
+    if head_major:  # one region per K or V and head
+        shape = (2, heads, num_blocks, block_size, head_dim)
+        return _zeros(shape, regions=2 * heads, **tensor_args).permute(0, 2, 3, 1, 4)
     return _zeros((2, num_blocks, block_size, heads, head_dim), **tensor_args)
 
 
-def _zeros(shape: tuple, dtype=torch.float32, device="cpu", pin_memory=False) -> torch.Tensor:
-    """torch.zeros; in plain host memory, an anonymous mapping whose pages the OS zeroes as they
-    are first touched: a CPU engine's gigabytes of cache cost nothing at start (torch.zeros
-    writes them all: 0.34 s for tiny.en's default cache). Small pages, not the 2 MB ones numpy
-    asks for (madvise) above 4 MB: a request's first writes land in a few rows of every head's
-    region, and on a 2-core VM each 2 MB page cost ~5 ms to fault in (48 of them, 0.23 s, in a
-    first transcription), where 4 KB pages cost microseconds."""
+def _zeros(
+    shape: tuple, regions: int = 1, dtype=torch.float32, device="cpu", pin_memory=False
+) -> torch.Tensor:
+    """torch.zeros; in plain host memory, zeroed by the OS as it is first written
+    (host_pages.zeroed_host_memory, whose docstring says why)."""
     numel = math.prod(shape)
     if torch.device(device).type != "cpu" or pin_memory or numel == 0:
         return torch.zeros(shape, dtype=dtype, device=device, pin_memory=pin_memory)
     itemsize = torch.empty(0, dtype=dtype).element_size()
-    pages = mmap.mmap(-1, numel * itemsize, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    pages = zeroed_host_memory(numel * itemsize, regions)
     return torch.frombuffer(pages, dtype=dtype).view(shape)  # the tensor keeps the mapping alive
 
 
