@@ -4,7 +4,8 @@ Each step takes the processed log-probs of every running beam ([vocab] rows, in 
 adds the beams' running scores, and keeps the best 2k continuations (k = beam width). The
 best k that did not stop become the next running beams; those among the first k that stopped
 (EOS or the length limit) become finished hypotheses, scored sum / length ** length_penalty,
-and the best k finished are kept. The search ends when no running beam can beat the worst
+and the best round(k * patience) finished are kept (patience 1: transformers' k; more, as in
+openai-whisper and CTranslate2, searches on until that many are found). The search ends when no running beam can beat the worst
 finished one (the early-stopping heuristic), when k hypotheses are finished with
 `early_stopping=True`, or when every continuation stopped. Scores are float32 tensors and the
 selections use `torch.topk` in transformers' order, so ties break the same way.
@@ -45,8 +46,9 @@ class BeamSearch:
         self.max_len = max_len  # decoder length at which every beam stops
         self.eos = set(eos_token_ids)
         self.running_scores = torch.zeros(1)  # one per running beam, in beam order
-        self.finished_scores = torch.full((self.width,), DEAD)
-        self.finished: list[Hypothesis | None] = [None] * self.width
+        self.pool = max(1, round(self.width * params.patience))  # finished hypotheses kept
+        self.finished_scores = torch.full((self.pool,), DEAD)
+        self.finished: list[Hypothesis | None] = [None] * self.pool
         self.can_improve = True
         self.done = False
 
@@ -94,7 +96,7 @@ class BeamSearch:
             candidate = candidate + DEAD
         candidate = candidate + (~just_finished).float() * DEAD
         merged = torch.cat([self.finished_scores, candidate])
-        best = torch.topk(merged, self.width).indices.tolist()
+        best = torch.topk(merged, self.pool).indices.tolist()
         hypotheses = list(self.finished)
         for j in range(len(parents)):
             hypotheses.append(

@@ -34,6 +34,7 @@ class SamplingParams:
     # Beam search (beam_width > 1): transformers' algorithm and scores.
     beam_width: int = 1
     length_penalty: float = 1.0  # finished score = sum of log-probs / generated length ** length_penalty
+    patience: float = 1.0  # round(beam_width * patience) finished hypotheses before the search may stop
     early_stopping: bool | str = False  # True, False (heuristic) or "never"
     num_return_sequences: int = 1  # best hypotheses returned, best first
     # (layer, head) pairs: a finished sequence also returns these heads' cross-attention weights
@@ -71,6 +72,7 @@ class SamplingParams:
             isinstance(self.beam_width, int) and self.beam_width >= 1,
             f"beam_width must be an integer >= 1, got {self.beam_width!r}",
         )
+        _require(self.patience > 0, f"patience must be > 0, got {self.patience}")
         _require(
             self.early_stopping in (True, False, "never"),
             f"early_stopping must be True, False or 'never', got {self.early_stopping!r}",

@@ -146,6 +146,9 @@ class Batched:
                 bounds = pack_windows(
                     file.map.bounds(), breaks=set(file.map.region_ends()), fill=FILL_SAMPLES
                 )
+            elif file.clips:  # each clip alone, cut in pauses as a whole file is
+                clips = file.map.bounds()
+                bounds = [(a + s, a + e) for a, b in clips for s, e in quiet_cut_windows(file.stream[a:b])]
             else:
                 bounds = quiet_cut_windows(file.stream)
             windows = [file.window(f, s, e, file.context) for s, e in bounds]

@@ -26,11 +26,19 @@ class FileTranscription:
         """`language`: the options' language as a code (None: detect it, if `multilingual`)."""
         self.wave, self.language, self.language_probability = wave, language, None
         self.multilingual = multilingual
+        # faster-whisper's multilingual=True: each window detects its own language (no vote)
+        self.per_window = o.multilingual and multilingual
         self.vote = LanguageVote(o.language_detection_threshold, o.language_detection_segments)
-        self.vad = len(wave) > WINDOW_SAMPLES if o.vad_filter is None else bool(o.vad_filter)
-        self.map = (
-            SpeechMap(*speech_and_pauses(wave, o.vad_parameters)) if self.vad else SpeechMap.whole(len(wave))
+        self.clips = bool(o.clip_timestamps)
+        self.vad = not self.clips and (
+            len(wave) > WINDOW_SAMPLES if o.vad_filter is None else bool(o.vad_filter)
         )
+        if self.clips:
+            self.map = SpeechMap.clips(o.clip_timestamps, len(wave))
+        elif self.vad:
+            self.map = SpeechMap(*speech_and_pauses(wave, o.vad_parameters))
+        else:
+            self.map = SpeechMap.whole(len(wave))
         self.stream = self.map.stream(wave)
         self.segments: list[Segment] = []
         self.seek, self.context = 0, tuple(prompt_ids)  # the sequential driver's
@@ -41,14 +49,16 @@ class FileTranscription:
 
     @property
     def detecting(self) -> bool:
-        """The language is still to be found (a multilingual model, none given or decided)."""
-        return self.language is None and self.multilingual
+        """The file's language is still to be voted on (a multilingual model, none given or
+        decided, and not one language per window)."""
+        return self.language is None and self.multilingual and not self.per_window
 
     def decide_language(self) -> None:
         self.language, self.language_probability = self.vote.outcome()
 
     def window(self, f: int, start: int, end: int, prev_ids) -> Window:
-        return Window(f, start, end, self.stream[start:end], self.language, tuple(prev_ids))
+        language = None if self.per_window else self.language
+        return Window(f, start, end, self.stream[start:end], language, tuple(prev_ids))
 
     def add(
         self, window: Window, result: WindowResult, decoder: WindowDecoder
@@ -56,7 +66,8 @@ class FileTranscription:
         """The window's complete segments, in the file's timeline; returns them (stream times
         stay in their tokens) and how far they reach (seconds)."""
         self.language = self.language or result.language  # an English-only model's "en"
-        ts, words_of = decoder.tokens.timestamp_begin, decoder.words_of(result, self.language)
+        language = result.language if self.per_window else self.language
+        ts, words_of = decoder.tokens.timestamp_begin, decoder.words_of(result, language)
         new, advance = split_segments(result, window.offset, window.seconds, ts, decoder.decode, words_of)
         threshold = decoder.guards.hallucination_silence
         if threshold is not None and words_of is not None:
@@ -65,8 +76,10 @@ class FileTranscription:
             advance = advance if resume is None else min(advance, resume)
         for s in new:
             s.start, s.end = self.map.span_to_original(s.start, s.end)
+            s.language = language
             if s.words:  # the segment runs from its first word to its last
                 for w in s.words:
+                    w.language = language
                     w.start, w.end = self.map.to_original(w.start), self.map.to_original(w.end, is_end=True)
                     w.end = max(w.end, w.start)
                 s.start, s.end = s.words[0].start, s.words[-1].end

@@ -17,6 +17,7 @@ from typing import Any
 from scriba.transcription.guards import COMPRESSION_RATIO, LOGPROB, NO_SPEECH
 from scriba.transcription.language_vote import MAX_WINDOWS, THRESHOLD, LanguageVote
 from scriba.transcription.vad import VadOptions
+from scriba.transcription.words import APPEND, PREPEND
 
 MODES = ("batched", "sequential")
 TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # openai-whisper's fallback
@@ -37,7 +38,19 @@ class TranscribeOptions:
     `hallucination_silence_threshold` (seconds; word alignment runs for it): an improbable segment
     alone in that much silence is dropped and the audio after it decoded again (openai-whisper's
     rule). `on_error`: in a list, an unreadable input gives a result with `error` set ("report")
-    or raises ("raise"). `engine`: EngineConfig settings for the shared engine."""
+    or raises ("raise"). `engine`: EngineConfig settings for the shared engine.
+
+    faster-whisper's options, with its meaning, in both modes: `hotwords` (hint phrases put before
+    each window's previous text, but in a window that gets the prefix), `prefix` (the text the
+    file's first window starts with), `multilingual` (each window's language detected: segments
+    and words carry it), `clip_timestamps` ("start,end,start,end" seconds or a list of them, the
+    last end optional: only these clips are decoded, windows never cross one), `max_new_tokens` (a
+    window's tokens at most), `suppress_tokens` (token ids never written; -1: the model's
+    non-speech set), `suppress_blank` (no blank or <|endoftext|> first), `max_initial_timestamp`
+    (seconds; None: no limit), `prepend_punctuations` / `append_punctuations` (marks joined to the
+    next / previous word), and for beam search `patience`, `length_penalty`; for every search
+    `repetition_penalty`, `no_repeat_ngram_size`. faster-whisper's `without_timestamps=True` is
+    `timestamps=False` here."""
 
     model: str | None = None
     language: str | None = None
@@ -58,6 +71,20 @@ class TranscribeOptions:
     language_detection_threshold: float = THRESHOLD
     language_detection_segments: int = MAX_WINDOWS
     on_error: str = "report"
+    hotwords: str | None = None
+    prefix: str | None = None
+    multilingual: bool = False
+    clip_timestamps: str | Sequence[float] | None = None
+    max_new_tokens: int | None = None
+    suppress_tokens: Sequence[int] | None = (-1,)
+    suppress_blank: bool = True
+    max_initial_timestamp: float | None = 1.0
+    prepend_punctuations: str = PREPEND
+    append_punctuations: str = APPEND
+    patience: float = 1.0
+    length_penalty: float = 1.0
+    repetition_penalty: float = 1.0
+    no_repeat_ngram_size: int = 0
     engine: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -66,6 +93,9 @@ class TranscribeOptions:
         object.__setattr__(self, "temperature", _temperatures(self.temperature))
         object.__setattr__(self, "vad_parameters", VadOptions.from_user(self.vad_parameters))
         object.__setattr__(self, "engine", dict(self.engine))
+        object.__setattr__(self, "clip_timestamps", clip_seconds(self.clip_timestamps))
+        object.__setattr__(self, "suppress_tokens", _token_ids(self.suppress_tokens))
+        _check_decoding(self)
         LanguageVote(self.language_detection_threshold, self.language_detection_segments)  # checks both
         if self.aligns and self.beam_size > 1:
             raise ValueError("word_timestamps and hallucination_silence_threshold need beam_size=1")
@@ -103,6 +133,60 @@ def _check_choices(o: TranscribeOptions) -> None:
         raise ValueError(f"task must be 'transcribe' or 'translate', got {o.task!r}")
     if not isinstance(o.beam_size, int) or isinstance(o.beam_size, bool) or o.beam_size < 1:
         raise ValueError(f"beam_size must be a positive integer, got {o.beam_size!r}")
+
+
+def _check_decoding(o: TranscribeOptions) -> None:
+    """faster-whisper's decoding options, each with a one-line error."""
+    if o.clip_timestamps and o.vad_filter:
+        raise ValueError(
+            "clip_timestamps say which audio to decode: they cannot be combined with vad_filter=True"
+        )
+    if o.multilingual and o.language is not None:
+        raise ValueError("multilingual=True detects each window's language: give no language with it")
+    if o.max_new_tokens is not None and not (_is_int(o.max_new_tokens) and 1 <= o.max_new_tokens <= 444):
+        raise ValueError(f"max_new_tokens must be an integer from 1 to 444, got {o.max_new_tokens!r}")
+    if o.max_initial_timestamp is not None and not o.max_initial_timestamp >= 0:
+        raise ValueError(
+            f"max_initial_timestamp must be seconds >= 0 or None, got {o.max_initial_timestamp!r}"
+        )
+    for name in ("patience", "repetition_penalty"):
+        if not getattr(o, name) > 0:
+            raise ValueError(f"{name} must be > 0, got {getattr(o, name)!r}")
+    if not (_is_int(o.no_repeat_ngram_size) and o.no_repeat_ngram_size >= 0):
+        raise ValueError(f"no_repeat_ngram_size must be an integer >= 0, got {o.no_repeat_ngram_size!r}")
+    for name in ("hotwords", "prefix", "prepend_punctuations", "append_punctuations"):
+        if getattr(o, name) is not None and not isinstance(getattr(o, name), str):
+            raise ValueError(f"{name} must be text, got {getattr(o, name)!r}")
+
+
+def clip_seconds(clips) -> tuple[float, ...]:
+    """faster-whisper's clip_timestamps, "0,10.5,20" or [0, 10.5, 20], as seconds in pairs
+    (start, end, ...; an odd count's last clip runs to the end of the file): () for none."""
+    if clips is None or clips == "" or clips == "0":
+        return ()
+    try:
+        values = [float(x) for x in (clips.split(",") if isinstance(clips, str) else clips)]
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"clip_timestamps must be seconds as 'start,end,start,end' or a list of numbers, got {clips!r}"
+        ) from None
+    if any(v < 0 for v in values) or any(b <= a for a, b in zip(values[::2], values[1::2])):
+        raise ValueError(f"clip_timestamps must be start < end pairs of seconds >= 0, got {clips!r}")
+    return tuple(values)
+
+
+def _token_ids(ids) -> tuple[int, ...] | None:
+    if ids is None:
+        return None
+    if isinstance(ids, (str, bytes)) or not all(_is_int(t) and t >= -1 for t in ids):
+        raise ValueError(
+            f"suppress_tokens must be a list of token ids (-1: the model's non-speech set), got {ids!r}"
+        )
+    return tuple(ids)
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _temperatures(temperature) -> tuple[float, ...]:

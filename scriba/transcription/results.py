@@ -14,6 +14,7 @@ class Word:
     end: float
     word: str  # with its leading space, as the tokenizer writes it
     probability: float  # the mean probability of its tokens
+    language: str | None = None  # its segment's
 
     def __post_init__(self) -> None:  # plain floats (they print as 0.46, not np.float64(0.46))
         self.start, self.end, self.probability = float(self.start), float(self.end), float(self.probability)
@@ -30,6 +31,7 @@ class Segment:
     temperature: float = 0.0
     compression_ratio: float = 0.0
     words: list[Word] | None = None  # with word_timestamps=True
+    language: str | None = None  # its window's: detected per window with multilingual=True, else the file's
 
     def __post_init__(self) -> None:  # plain numbers, whatever computed them
         self.start, self.end = float(self.start), float(self.end)

@@ -20,6 +20,7 @@ from scriba.transcription.progress import Progress, window_fraction
 from scriba.transcription.results import WindowResult, compression_ratio
 from scriba.transcription.words import make_words, token_times
 from scriba.whisper.constants import HOP_LENGTH
+from scriba.whisper.prompt_layout import prefix_tokens
 
 MAX_WINDOW_TOKENS = 224  # openai-whisper's sample_len: half the decoder context
 PROGRESS_SECONDS = 0.5  # how often a progress reporter hears from a running decode
@@ -72,6 +73,7 @@ class WindowDecoder:
         self.guards = Guards.from_options(options)
         self.heads = self.engine.model.alignment_heads if options.aligns else None
         self.tokens = self.engine.model.tokens
+        self.hotword_ids, self.prefix_ids = self.text_ids(options.hotwords), self.text_ids(options.prefix)
         self.report = report
         self.cancel = cancel  # a threading.Event: once set, the windows in flight are aborted
         self.inflight: dict[Future, Window] = {}
@@ -96,9 +98,12 @@ class WindowDecoder:
             return None
         tokens, eot = result.tokens, self.tokens.eot
 
+        marks = (self.options.prepend_punctuations, self.options.append_punctuations)
+
         def words_of(lo: int, hi: int):
             decode = lambda ids: self.engine.tokenizer.decode(ids)
-            return make_words(tokens, result.token_times, result.token_probs, lo, hi, decode, language, eot)
+            times, probs = result.token_times, result.token_probs
+            return make_words(tokens, times, probs, lo, hi, decode, language, eot, marks)
 
         return words_of
 
@@ -153,32 +158,59 @@ class WindowDecoder:
         self.report(Progress("transcribing", self.shown, self.submitted + self.not_submitted))
 
     def _prompt(self, w: Window) -> dict:
-        return {
+        o = self.options
+        prompt = {
             "audio": (w.samples, SAMPLE_RATE),
             "language": w.language,
-            "task": self.options.task,
-            "timestamps": self.options.timestamps,
+            "task": o.task,
+            "timestamps": o.timestamps,
             "prompt": list(w.prev_ids),
+            # faster-whisper's None: nothing but the control tokens (the request's None: the model's set)
+            "suppress_tokens": [] if o.suppress_tokens is None else list(o.suppress_tokens),
+            "suppress_blank": o.suppress_blank,
+            "max_initial_timestamp": o.max_initial_timestamp,
         }
+        if self._prefix(w):  # as faster-whisper: a window with the prefix gets no hotwords
+            prompt["prefix"] = self.prefix_ids
+        elif self.hotword_ids:
+            prompt["hotwords"] = self.hotword_ids
+        return prompt
+
+    def _prefix(self, w: Window) -> list[int]:
+        """The prefix tokens this window starts with, as its prompt holds them: the file's first
+        window only (it starts at the stream's start)."""
+        if not self.prefix_ids or w.start != 0:
+            return []
+        return prefix_tokens(self.tokens, self.prefix_ids, self.options.timestamps)
 
     def _params(self, w: Window, temperature: float) -> SamplingParams:
+        o = self.options
         detect = w.language is None and self.tokens.is_multilingual
-        control = (2 + (not self.options.timestamps)) if detect else 0  # <|lang|> <|task|> [<|notimestamps|>]
-        if temperature == 0 and self.options.beam_size > 1:  # beams at temperature 0, as openai-whisper
-            return SamplingParams(max_tokens=MAX_WINDOW_TOKENS + control, beam_width=self.options.beam_size)
+        # generated before the text: <|lang|> <|task|> [<|notimestamps|>] [prefix], when detecting
+        control = (2 + (not o.timestamps) + len(self._prefix(w))) if detect else 0
+        limits = dict(
+            max_tokens=(o.max_new_tokens or MAX_WINDOW_TOKENS) + control,
+            repetition_penalty=o.repetition_penalty,
+            no_repeat_ngram_size=o.no_repeat_ngram_size,
+        )
+        if temperature == 0 and o.beam_size > 1:  # beams at temperature 0, as openai-whisper
+            return SamplingParams(
+                beam_width=o.beam_size, length_penalty=o.length_penalty, patience=o.patience, **limits
+            )
         return SamplingParams(
             temperature=temperature,
-            max_tokens=MAX_WINDOW_TOKENS + control,
             logprobs=0,
             cross_attention_heads=self.heads,
             seed=window_seed(w, temperature) if temperature > 0 else None,
+            **limits,
         )
 
     def _result(self, out, temperature: float, window: Window) -> WindowResult:
-        """The engine's output as a WindowResult: text tokens, their log-probs and, when words
-        are aligned, times; in the window's language, or the one the model detected."""
+        """The engine's output as a WindowResult: text tokens (after the prefix the window was
+        given, as faster-whisper's), their log-probs and, when words are aligned, times; in the
+        window's language, or the one the model detected."""
         completion, spoken = out.outputs[0], out.annotations  # WhisperAnnotations
-        skip = spoken.control_tokens
+        skip, prefix = spoken.control_tokens, self._prefix(window)
         tokens = completion.token_ids[skip:]
         if completion.logprobs is not None:
             sum_logprob = sum(step[t].logprob for step, t in zip(completion.logprobs[skip:], tokens))
@@ -187,17 +219,22 @@ class WindowDecoder:
         times = probs = None
         if completion.cross_attentions is not None:
             positions = -(-len(window.samples) // HOP_LENGTH) // 2  # encoder positions holding the audio
-            generated = len(completion.token_ids)
-            prompt = len(out.prompt_token_ids)
-            times = token_times(completion.cross_attentions, prompt, generated, positions)[skip:].tolist()
-            probs = [math.exp(step[t].logprob) for step, t in zip(completion.logprobs[skip:], tokens)]
+            # the prefix is aligned as text: in the prompt, or generated (forced) after a detection
+            in_prompt = 0 if skip else len(prefix)
+            start, generated = len(out.prompt_token_ids) - in_prompt, len(completion.token_ids) + in_prompt
+            times = token_times(completion.cross_attentions, start, generated, positions)
+            times = times[skip - (len(prefix) - in_prompt) :].tolist()
+            probs = [1.0] * len(prefix) + [
+                math.exp(step[t].logprob) for step, t in zip(completion.logprobs[skip:], tokens)
+            ]
         if tokens and tokens[-1] == self.tokens.eot:
             tokens = tokens[:-1]
+        tokens = [*prefix, *tokens]
         text = self.decode(tokens)
         return WindowResult(
             tokens=tokens,
             text=text,
-            avg_logprob=sum_logprob / (len(tokens) + 1),
+            avg_logprob=sum_logprob / (len(tokens) - len(prefix) + 1),
             no_speech_prob=spoken.no_speech_prob or 0.0,
             compression_ratio=compression_ratio(text),
             temperature=temperature,

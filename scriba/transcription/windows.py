@@ -29,9 +29,12 @@ class SpeechMap:
     """A file's speech chunks ([(start, end)] samples, in order) laid end to end, and back;
     `pauses` (file samples, in order, inside chunks) are more places where a window may be cut."""
 
-    def __init__(self, chunks: list[tuple[int, int]], pauses: list[int] = ()):
+    def __init__(self, chunks: list[tuple[int, int]], pauses: list[int] = (), region_gap: float = REGION_GAP):
+        """`region_gap`: seconds of cut-out audio between two chunks that end a region (no window
+        crosses it)."""
         self.chunks = chunks
         self.pauses = list(pauses)
+        self.region_gap = region_gap
         lengths = [e - s for s, e in chunks]
         self.offsets = list(np.cumsum([0, *lengths[:-1]])) if chunks else []  # stream start of each
         self.length = int(sum(lengths))
@@ -39,6 +42,17 @@ class SpeechMap:
     @classmethod
     def whole(cls, num_samples: int) -> SpeechMap:
         return cls([(0, num_samples)] if num_samples else [])
+
+    @classmethod
+    def clips(cls, seconds: tuple[float, ...], num_samples: int) -> SpeechMap:
+        """faster-whisper's clip_timestamps: (start, end, ...) seconds, an odd count's last clip
+        running to the end; each clip a region of its own, so no window crosses one."""
+        ends = [*seconds[1::2], num_samples / SAMPLE_RATE][: (len(seconds) + 1) // 2]
+        spans = [
+            (round(a * SAMPLE_RATE), min(round(b * SAMPLE_RATE), num_samples))
+            for a, b in zip(seconds[::2], ends)
+        ]
+        return cls([(a, b) for a, b in spans if b > a], region_gap=0.0)
 
     def stream(self, wave: np.ndarray) -> np.ndarray:
         if len(self.chunks) == 1 and self.chunks[0] == (0, len(wave)):
@@ -84,9 +98,9 @@ class SpeechMap:
             end = joins[-1]
         return self.to_original(start), self.to_original(end, is_end=True)
 
-    def region_ends(self, min_gap: float = REGION_GAP) -> list[int]:
-        """Stream samples where a cut-out pause of at least `min_gap` seconds was, and the end."""
-        gap = min_gap * SAMPLE_RATE
+    def region_ends(self) -> list[int]:
+        """Stream samples where a cut-out pause of at least `region_gap` seconds was, and the end."""
+        gap = self.region_gap * SAMPLE_RATE
         cuts = [
             self.offsets[i + 1]
             for i in range(len(self.chunks) - 1)

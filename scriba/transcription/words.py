@@ -68,9 +68,12 @@ def token_times(weights: np.ndarray, prompt_len: int, num_generated: int, num_po
     return np.concatenate([times, times[-1:]])
 
 
-def split_words(tokens: list[int], decode, language: str | None, eot: int) -> list[list[int]]:
+def split_words(
+    tokens: list[int], decode, language: str | None, eot: int, marks: tuple[str, str] = (PREPEND, APPEND)
+) -> list[list[int]]:
     """Indices into `tokens` of each word: a word starts at a space, a punctuation mark or a
-    special token (no spaces in zh/ja/th/...); leading and trailing punctuation join a word."""
+    special token (no spaces in zh/ja/th/...); `marks` (prepended, appended: openai-whisper's by
+    default) join the word after / before them."""
     pieces = _unicode_pieces(tokens, decode)
     if language not in NO_SPACES:
         words: list[list[int]] = []
@@ -82,7 +85,7 @@ def split_words(tokens: list[int], decode, language: str | None, eot: int) -> li
             else:
                 words[-1] += idx
         pieces = words
-    return _merge_punctuation(pieces, [decode([tokens[k] for k in w]) for w in pieces])
+    return _merge_punctuation(pieces, [decode([tokens[k] for k in w]) for w in pieces], *marks)
 
 
 _PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
@@ -101,17 +104,19 @@ def _unicode_pieces(tokens: list[int], decode) -> list[list[int]]:
     return pieces
 
 
-def _merge_punctuation(words: list[list[int]], texts: list[str]) -> list[list[int]]:
+def _merge_punctuation(
+    words: list[list[int]], texts: list[str], prepend: str, append: str
+) -> list[list[int]]:
     j = len(words) - 1
     for i in range(len(words) - 2, -1, -1):  # an opening mark joins the word after it
-        if texts[i].startswith(" ") and texts[i].strip() in PREPEND:
+        if texts[i].startswith(" ") and texts[i].strip() in prepend:
             words[j], texts[j] = words[i] + words[j], texts[i] + texts[j]
             words[i], texts[i] = [], ""
         else:
             j = i
     i = 0
     for j in range(1, len(words)):  # a closing mark joins the word before it
-        if not texts[i].endswith(" ") and texts[j] in APPEND:
+        if not texts[i].endswith(" ") and texts[j] in append:
             words[i], texts[i] = words[i] + words[j], texts[i] + texts[j]
             words[j], texts[j] = [], ""
         else:
@@ -119,13 +124,16 @@ def _merge_punctuation(words: list[list[int]], texts: list[str]) -> list[list[in
     return [w for w in words if w]
 
 
-def make_words(tokens, times, probs, start, stop, decode, language, eot) -> list[Word]:
+def make_words(
+    tokens, times, probs, start, stop, decode, language, eot, marks=(PREPEND, APPEND)
+) -> list[Word]:
     """The words of the text tokens in tokens[start:stop] (timestamp tokens skipped): a word
-    runs from the time of the token before its first (0 at the window start) to its last's."""
+    runs from the time of the token before its first (0 at the window start) to its last's;
+    `marks`: the punctuation joined to the next and previous word (split_words)."""
     text_idx = [k for k in range(start, stop) if tokens[k] < eot]
     sub = [tokens[k] for k in text_idx]
     out = []
-    for word in split_words(sub, decode, language, eot):
+    for word in split_words(sub, decode, language, eot, marks):
         first, last = text_idx[word[0]], text_idx[word[-1]]
         begin = float(times[first - 1]) if first > 0 else 0.0
         p = float(np.mean([probs[text_idx[k]] for k in word])) if probs is not None else float("nan")

@@ -35,16 +35,16 @@ def language_code(language: str, tokens) -> str:
     return code
 
 
-def spoken_language(tokens, inputs, seq) -> tuple[str | None, float | None]:
-    """(language code, its probability among the languages when detected) of a request."""
+def spoken_language(tokens, decoder_token_ids, layout, seq) -> tuple[str | None, float | None]:
+    """(language code, its probability among the languages when detected) of a request whose
+    decoder prompt is `decoder_token_ids`, laid out as `layout` (None: given whole)."""
     id_to_lang = tokens.id_to_lang
     if not tokens.is_multilingual:
         return "en", None
-    layout = inputs.model_data
     if layout is not None and layout.detect_language:
         index = layout.sot_index + 1
         if len(seq.token_ids) <= index:
             return None, None
         return id_to_lang.get(seq.token_ids[index]), math.exp(seq.token_logprobs[index - seq.prompt_len])
-    found = [id_to_lang[t] for t in inputs.decoder_token_ids if t in id_to_lang]
+    found = [id_to_lang[t] for t in decoder_token_ids if t in id_to_lang]
     return (found[0] if found else None), None

@@ -1,18 +1,23 @@
 """Whisper's decoding rules, as small logits processors.
 
-The rules (suppress at begin, suppress, timestamps) act from `sample_begin`, the first token
-the model chooses freely, as in openai-whisper and transformers'
-`WhisperTimeStampLogitsProcessor`; the language detection restricts one position to the
-language tokens, and the tokens after it are forced (see prompt_layout.py).
+The rules (suppress at begin, suppress, timestamps) act from `rules_begin`: the first token the
+model chooses freely, as in openai-whisper and transformers' `WhisperTimeStampLogitsProcessor`,
+or where a prefix starts, as in faster-whisper (the prefix is then text the rules read, and
+nothing is suppressed "at the beginning" after it). A request may set its own suppressed tokens,
+blank suppression and first-timestamp limit (`DecodingRules`, faster-whisper's options). The
+language detection restricts one position to the language tokens, and the tokens after it are
+forced (see prompt_layout.py).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
 from scriba.engine.logits_processors import ForceToken, LogitsProcessor, ban, index, select
+from scriba.whisper.constants import TIME_PRECISION
 from scriba.whisper.prompt_layout import PromptLayout
 
 
@@ -76,13 +81,8 @@ class TimestampRules(LogitsProcessor):
 
     order = 80
 
-    def __init__(self, tokens, begin: int):
-        self.layout = (
-            tokens.eot,
-            tokens.no_timestamps,
-            tokens.timestamp_begin,
-            tokens.max_initial_timestamp_index,
-        )
+    def __init__(self, tokens, begin: int, max_initial_index: int | None):
+        self.layout = (tokens.eot, tokens.no_timestamps, tokens.timestamp_begin, max_initial_index)
         self.begin = begin
 
     @classmethod
@@ -139,16 +139,56 @@ def _timestamp_rules(logits, rows: list[int], begins: list[int], layout, step) -
         logits[r] = sub
 
 
-def build_whisper_processors(tokens, layout: PromptLayout) -> list[LogitsProcessor]:
+@dataclass(frozen=True)
+class DecodingRules:
+    """What a request suppresses and how late its first timestamp may be."""
+
+    suppress: tuple[int, ...]  # at every step
+    begin_suppress: tuple[int, ...]  # at the first step only (the blank and <|endoftext|>)
+    max_initial_index: int | None  # the first timestamp's latest index (None: any)
+
+    @classmethod
+    def of(cls, tokens, options: dict) -> DecodingRules:
+        """A request's rules from its audio prompt's options, as faster-whisper's: no
+        `suppress_tokens` is the checkpoint's list (its non-speech tokens and the control
+        tokens); -1 in a list stands for that list; the control tokens are always suppressed.
+        `suppress_blank` (default True): the checkpoint's begin-suppressed tokens.
+        `max_initial_timestamp` in seconds (None: no limit; absent: the checkpoint's)."""
+        suppress, given = list(tokens.suppress_tokens), options.get("suppress_tokens")
+        if given is not None:
+            suppress = [t for t in given if t >= 0] + (suppress if -1 in given else [])
+            suppress += control_tokens(tokens)
+        index = tokens.max_initial_timestamp_index
+        if "max_initial_timestamp" in options:
+            latest = options["max_initial_timestamp"]
+            index = None if latest is None else int(round(latest / TIME_PRECISION))
+        begin = tuple(tokens.begin_suppress_tokens) if options.get("suppress_blank", True) else ()
+        return cls(tuple(sorted(set(suppress))), begin, index)
+
+
+def control_tokens(tokens) -> list[int]:
+    """What Whisper never writes as text: the task, <|startoftranscript|>, <|startoflm|>,
+    <|startofprev|> and <|nospeech|> (faster-whisper suppresses them whatever the list)."""
+    return [
+        tokens.transcribe,
+        tokens.translate,
+        tokens.sot,
+        tokens.start_of_lm,
+        tokens.start_of_prev,
+        tokens.no_speech,
+    ]
+
+
+def build_whisper_processors(tokens, layout: PromptLayout, rules: DecodingRules) -> list[LogitsProcessor]:
     """The rules in transformers' order (begin-suppress, suppress, timestamps), then detection."""
-    begin = layout.sample_begin
+    begin = layout.rules_begin
     processors: list[LogitsProcessor] = []
-    if tokens.begin_suppress_tokens:
-        processors.append(SuppressAtBegin(tokens.begin_suppress_tokens, begin))
-    if tokens.suppress_tokens:
-        processors.append(SuppressFrom(tokens.suppress_tokens, begin))
+    if rules.begin_suppress:
+        processors.append(SuppressAtBegin(list(rules.begin_suppress), begin))
+    if rules.suppress:
+        processors.append(SuppressFrom(list(rules.suppress), begin))
     if layout.timestamps:
-        processors.append(TimestampRules(tokens, begin))
+        processors.append(TimestampRules(tokens, begin, rules.max_initial_index))
     if layout.detect_language:
         detect_at = layout.sot_index + 1
         processors.append(RestrictTo(sorted(tokens.lang_to_id.values()), detect_at))

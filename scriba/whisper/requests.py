@@ -8,7 +8,9 @@ the log-prob of <|nospeech|> after <|startoftranscript|> is read at prefill (a p
 
 Audio prompts (see `AudioPrompt`):
     {"audio": A, "language": None | "en" | ..., "task": "transcribe", "timestamps": False,
-     "prompt": previous text, "prefix": text}          the decoder prompt is built from the options
+     "prompt": previous text, "prefix": text, "hotwords": text,
+     "suppress_tokens": [ids, -1 the checkpoint's], "suppress_blank": True,
+     "max_initial_timestamp": seconds | None}         the decoder prompt is built from the options
     {"encoder_prompt": {"audio": A}, "decoder_prompt": Q}  Q used as given
 A is a path, bytes, a file object, (float array, sample_rate), or "input_features" replaces
 "audio" with precomputed log-mel features [mel_bins, frames].
@@ -27,8 +29,8 @@ from scriba.engine.outputs import Annotations, PromptLogprobQuery
 from scriba.engine.request_processing import PreparedRequest, RequestProcessing
 from scriba.engine.sampling_params import SamplingParams
 from scriba.whisper.languages import spoken_language
-from scriba.whisper.logits_rules import build_whisper_processors
-from scriba.whisper.prompt_layout import build_decoder_prompt
+from scriba.whisper.logits_rules import DecodingRules, build_whisper_processors
+from scriba.whisper.prompt_layout import PromptLayout, build_decoder_prompt
 
 
 class AudioPrompt(TypedDict, total=False):
@@ -39,6 +41,10 @@ class AudioPrompt(TypedDict, total=False):
     timestamps: bool
     prompt: str | list[int]
     prefix: str | list[int]
+    hotwords: str | list[int]
+    suppress_tokens: list[int] | None
+    suppress_blank: bool
+    max_initial_timestamp: float | None
 
 
 AUDIO_OPTIONS = set(AudioPrompt.__annotations__)
@@ -54,13 +60,44 @@ class WhisperAnnotations(Annotations):
     control_tokens: int = 0  # generated before the text: the detected <|lang|> and what is forced after it
 
 
+@dataclass
+class WhisperPlan:
+    """A request's Whisper-specific data (`EncoderDecoderInputs.model_data`): how its decoder
+    prompt is laid out and the rules it decodes under."""
+
+    layout: PromptLayout
+    rules: DecodingRules
+
+
+def decoding_rules(tokens, vocab_size: int, options: dict) -> DecodingRules:
+    """The request's DecodingRules, its options checked (one-line errors)."""
+    suppress = options.get("suppress_tokens")
+    if suppress is not None and not (
+        isinstance(suppress, (list, tuple))
+        and all(isinstance(t, int) and not isinstance(t, bool) for t in suppress)
+        and all(t == -1 or 0 <= t < vocab_size for t in suppress)
+    ):
+        raise ValueError(
+            f"suppress_tokens must be a list of token ids (-1: the model's default set), got {suppress!r}"
+        )
+    if not isinstance(options.get("suppress_blank", True), bool):
+        raise ValueError(f"suppress_blank must be True or False, got {options['suppress_blank']!r}")
+    latest = options.get("max_initial_timestamp")
+    if latest is not None and (
+        isinstance(latest, bool) or not isinstance(latest, (int, float)) or latest < 0
+    ):
+        raise ValueError(f"max_initial_timestamp must be seconds >= 0 or None, got {latest!r}")
+    return DecodingRules.of(tokens, options)
+
+
 class WhisperRequestProcessing(RequestProcessing):
     def prepare(self, prompt: PromptType, params: SamplingParams | None = None) -> PreparedRequest:
         request = super().prepare(prompt, params)
         inputs, tokens = request.inputs, self.model.tokens
-        layout = inputs.model_data
-        if layout is not None:
-            request.processors += build_whisper_processors(tokens, layout)
+        plan = inputs.model_data
+        if plan is not None:
+            layout = plan.layout
+            request.processors += build_whisper_processors(tokens, layout, plan.rules)
             # Whisper's detected language and forced control tokens are chosen greedily (one
             # sequence) before the beams start, and do not count as generated.
             request.beam_begin = layout.sample_begin
@@ -86,7 +123,10 @@ class WhisperRequestProcessing(RequestProcessing):
             inputs.decoder_prompt, ids = self.inputs.tokenize(decoder, "decoder", add_special_tokens=False)
             inputs.decoder_token_ids = self.model.prepare_decoder_prompt(ids)
         else:
-            inputs.decoder_token_ids, inputs.model_data = self._decoder_prompt(options)
+            inputs.decoder_token_ids, layout = self._decoder_prompt(options)
+            inputs.model_data = WhisperPlan(
+                layout, decoding_rules(self.model.tokens, self.model.vocab_size, options)
+            )
         self.inputs.check(inputs.decoder_token_ids, "decoder", limits.max_decoder_len)
         return inputs
 
@@ -96,9 +136,12 @@ class WhisperRequestProcessing(RequestProcessing):
             raise ValueError(f"timestamps must be True or False, got {timestamps!r}")
         prev = self.inputs.text_ids(options.get("prompt"), "prompt", leading_space=True)
         prefix = self.inputs.text_ids(options.get("prefix"), "prefix", leading_space=True)
+        hotwords = self.inputs.text_ids(options.get("hotwords"), "hotwords", leading_space=True)
         language, task = options.get("language"), options.get("task", "transcribe")
         max_len = self.inputs.limits.max_decoder_len
-        return build_decoder_prompt(self.model.tokens, language, task, timestamps, prev, prefix, max_len)
+        return build_decoder_prompt(
+            self.model.tokens, language, task, timestamps, prev, prefix, max_len, hotwords
+        )
 
     def _features(self, options: dict) -> np.ndarray:
         from scriba.media.load import load_audio
@@ -123,8 +166,9 @@ class WhisperRequestProcessing(RequestProcessing):
     def annotate(
         self, inputs: EncoderDecoderInputs, seq: Any, prompt_logprob: float | None
     ) -> WhisperAnnotations:
-        language, probability = spoken_language(self.model.tokens, inputs, seq)
-        layout = inputs.model_data
+        plan = inputs.model_data
+        layout = plan.layout if plan is not None else None
+        language, probability = spoken_language(self.model.tokens, inputs.decoder_token_ids, layout, seq)
         control = layout.sample_begin - len(inputs.decoder_token_ids) if layout is not None else 0
         no_speech = None if prompt_logprob is None else math.exp(prompt_logprob)
         return WhisperAnnotations(language, probability, no_speech, control)

@@ -29,6 +29,10 @@ class WhisperTokens:
     def timestamp_begin(self) -> int:
         return self.no_timestamps + 1
 
+    @property
+    def start_of_lm(self) -> int:  # <|startoflm|>: eot sot <langs> translate transcribe startoflm ...
+        return self.start_of_prev - 1
+
     @functools.cached_property
     def id_to_lang(self) -> dict[int, str]:
         return {i: code for code, i in self.lang_to_id.items()}

@@ -117,7 +117,17 @@ def test_speech_map_goes_back_to_the_file_timeline():
     assert m.span_to_original(3.5, 8.0) == (40.0, 44.0)
     assert m.span_to_original(2.0, 4.4) == (4.0, 6.0)  # and one that ends just after it ends before
     assert m.span_to_original(1.0, 3.5) == (3.0, 5.5)  # no cut-out pause inside: as is
-    assert m.region_ends(2.0) == [4 * SR, 14 * SR]
+    assert m.region_ends() == [4 * SR, 14 * SR]  # a cut-out pause of 2 s or more ends a region
+
+
+def test_clips_are_regions_of_their_own():
+    """faster-whisper's clip_timestamps: start/end pairs (an odd count's last runs to the end),
+    every clip a region, adjacent ones too."""
+    m = SpeechMap.clips((1.0, 3.0, 3.0, 4.5, 10.0), 12 * SR)
+    assert m.chunks == [(SR, 3 * SR), (3 * SR, int(4.5 * SR)), (10 * SR, 12 * SR)]
+    assert m.region_ends() == [2 * SR, int(3.5 * SR), int(5.5 * SR)]
+    assert m.to_original(2.5) == 3.5 and m.to_original(4.0) == 10.5
+    assert SpeechMap.clips((20.0, 30.0), 12 * SR).chunks == []  # past the end: nothing to decode
 
 
 def test_sequential_windows_stop_at_region_ends():

@@ -1,7 +1,8 @@
 """The `scriba` command line.
 
     scriba transcribe FILE ... [--model M] [--language L] [--task T] [--mode M] [--beam-size K]
-                               [--format txt|srt|vtt|json] [--output-dir DIR]
+                               [--format txt|srt|vtt|json] [--output-dir DIR] [faster-whisper's
+                               options: --hotwords, --prefix, --multilingual, --clip-timestamps, ...]
     scriba summarize FILE|TRANSCRIPT.json|- [--model M] [--max-length N] [--min-length N] [--format txt|json]
     scriba ui [--host 127.0.0.1] [--port 7860] [--share]
     scriba download MODEL [--revision R] [--to FOLDER]
@@ -22,6 +23,8 @@ import os
 import sys
 
 from scriba.app.cli.engine_options import add_engine_options, engine_options
+from scriba.app.cli.transcribe_flags import add_transcribe_flags
+from scriba.app.cli.transcribe_flags import transcribe_options as flags_to_options
 from scriba.app.cluster.commands import (
     add_batch_parser,
     add_ray_serve_options,
@@ -29,8 +32,6 @@ from scriba.app.cluster.commands import (
     run_serve_on_ray,
 )
 from scriba.summarization import DEFAULT_SUMMARIZER
-from scriba.transcription.language_vote import MAX_WINDOWS as LANGUAGE_WINDOWS
-from scriba.transcription.language_vote import THRESHOLD as LANGUAGE_THRESHOLD
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,37 +66,9 @@ def _add_transcribe(sub) -> None:
         "transcribe", help="transcribe audio files (default model: the bundled Whisper tiny.en)"
     )
     tr.add_argument("files", nargs="+", help="audio files (wav, flac, ogg, mp3, m4a, mp4, webm, opus, ...)")
-    tr.add_argument("--model", default=None, help="Whisper checkpoint: hub id, folder, or CTranslate2 folder")
-    tr.add_argument("--language", default=None, help="language code or name (default: detect)")
-    tr.add_argument("--task", default="transcribe", choices=["transcribe", "translate"])
-    tr.add_argument("--mode", default="batched", choices=["batched", "sequential"])
-    tr.add_argument("--beam-size", type=int, default=1)
-    tr.add_argument(
-        "--no-timestamps", action="store_true", help="one segment per window, no timestamp tokens"
-    )
-    tr.add_argument(
-        "--word-timestamps", action="store_true", help="time each word (JSON gets words; see --word-cues)"
-    )
+    add_transcribe_flags(tr)
     tr.add_argument(
         "--word-cues", action="store_true", help="SRT/VTT: one cue per word (with --word-timestamps)"
-    )
-    tr.add_argument(
-        "--vad",
-        default="auto",
-        choices=["auto", "on", "off"],
-        help="decode only the speech Silero VAD finds (auto: for audio over 30 s)",
-    )
-    tr.add_argument(
-        "--language-detection-threshold",
-        type=float,
-        default=LANGUAGE_THRESHOLD,
-        help="a speech window this sure of its language decides it (else more windows vote)",
-    )
-    tr.add_argument(
-        "--language-detection-segments",
-        type=int,
-        default=LANGUAGE_WINDOWS,
-        help="speech windows that vote at most",
     )
     tr.add_argument("--format", default="txt", choices=["txt", "srt", "vtt", "json"])
     tr.add_argument("--output-dir", default=None, help="write <file stem>.<format> there instead of printing")
@@ -220,21 +193,7 @@ def run_generate(args: argparse.Namespace) -> int:
 
 def transcribe_options(args: argparse.Namespace):
     """`scriba transcribe`'s flags as TranscribeOptions."""
-    from scriba.transcription.options import VAD_CHOICES, TranscribeOptions
-
-    return TranscribeOptions(
-        model=args.model,
-        language=args.language,
-        task=args.task,
-        mode=args.mode,
-        beam_size=args.beam_size,
-        timestamps=not args.no_timestamps,
-        word_timestamps=args.word_timestamps,
-        vad_filter=VAD_CHOICES[args.vad],
-        language_detection_threshold=args.language_detection_threshold,
-        language_detection_segments=args.language_detection_segments,
-        engine=engine_options(args),
-    )
+    return flags_to_options(args, engine_options(args))
 
 
 def _print_as_decoded(audio, args: argparse.Namespace) -> None:

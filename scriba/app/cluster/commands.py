@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from scriba.app.cli.engine_options import add_engine_options, engine_options
+from scriba.app.cli.transcribe_flags import add_transcribe_flags, transcribe_options
 
 
 def add_ray_serve_options(parser: argparse.ArgumentParser) -> None:
@@ -31,12 +32,7 @@ def add_batch_parser(sub) -> None:
     bt.add_argument("--cpus-per-worker", type=float, default=None, help="default: the CPUs shared out")
     bt.add_argument("--files-per-batch", type=int, default=16, help="files one engine call takes together")
     bt.add_argument("--ray-address", default=None, help="auto or HOST:PORT (default: a local Ray)")
-    bt.add_argument("--model", default=None, help="Whisper checkpoint (default: the bundled tiny.en)")
-    bt.add_argument("--language", default=None, help="language code or name (default: detect)")
-    bt.add_argument("--task", default="transcribe", choices=["transcribe", "translate"])
-    bt.add_argument("--beam-size", type=int, default=1)
-    bt.add_argument("--word-timestamps", action="store_true", help="rows get each segment's words")
-    bt.add_argument("--vad", default="auto", choices=["auto", "on", "off"], help="as for transcribe")
+    add_transcribe_flags(bt)
     add_engine_options(bt)
 
 
@@ -46,17 +42,9 @@ def run_batch(args: argparse.Namespace) -> int:
     need_ray()  # before any work: say at once when Ray is missing
     from scriba.app.cluster.batch import BatchPlan
     from scriba.app.cluster.batch import run_batch as batch
-    from scriba.transcription.options import VAD_CHOICES, TranscribeOptions
 
-    options = TranscribeOptions(  # checked here: a typo fails once, not in every file's row
-        model=args.model,
-        language=args.language,
-        task=args.task,
-        beam_size=args.beam_size,
-        word_timestamps=args.word_timestamps,
-        vad_filter=VAD_CHOICES[args.vad],
-        engine={k: v for k, v in engine_options(args).items() if v not in (None, "auto")},
-    )
+    engine = {k: v for k, v in engine_options(args).items() if v not in (None, "auto")}
+    options = transcribe_options(args, engine)  # checked here: a typo fails once, not in every file's row
     plan = BatchPlan(args.workers, args.cpus_per_worker, args.files_per_batch, args.ray_address)
     report = batch(args.inputs, args.output, options, plan)
     print(report.line(args.output), file=sys.stderr)

@@ -1,6 +1,7 @@
 """POST /v1/audio/transcriptions and /v1/audio/translations, as OpenAI's audio API takes them
 (multipart: file, model, language, prompt, response_format, temperature,
-timestamp_granularities[], stream). A client that hangs up aborts its windows at once."""
+timestamp_granularities[], stream), and Scriba's extension fields (extensions.py: faster-whisper's
+options). A client that hangs up aborts its windows at once."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import StreamingResponse
 
 from scriba.app.server.errors import APIError, engine_unavailable, media_error
+from scriba.app.server.extensions import extension_options
 from scriba.app.server.responses import (
     FORMATS,
     delta_event,
@@ -34,9 +36,10 @@ WORKERS = ThreadPoolExecutor(max_workers=256, thread_name_prefix="scriba-request
 
 
 def _options(
-    request: Request, task, model, language, prompt, fmt, temperature, granularities
+    request: Request, task, model, language, prompt, fmt, temperature, granularities, extensions=None
 ) -> TranscribeOptions:
-    """The form's fields as TranscribeOptions (OpenAI's names and ranges checked here)."""
+    """The form's fields as TranscribeOptions (OpenAI's names and ranges checked here), with the
+    extension fields' options (extensions.py)."""
     served = request.app.state.served
     if fmt not in FORMATS:
         raise APIError(
@@ -62,9 +65,18 @@ def _options(
             temperature=(temperature,) if temperature > 0 else TEMPERATURES,
             word_timestamps="word" in granularities,
             engine=served.engine_config,
+            **(extensions or {}),
         )
     except ValueError as e:  # e.g. a language no Whisper knows
-        raise APIError(400, str(e).splitlines()[0], "language" if "language" in str(e) else None) from None
+        raise APIError(400, str(e).splitlines()[0], _field_named(str(e), extensions)) from None
+
+
+def _field_named(message: str, extensions: dict | None) -> str | None:
+    """The request field a TranscribeOptions error is about, when it names one."""
+    for name in ("language", *(extensions or {})):
+        if message.startswith(name) or f" {name}" in message:
+            return name
+    return None
 
 
 def _decoded(path: str, name: str) -> tuple:
@@ -140,7 +152,8 @@ async def _answer(request: Request, task: str, file: UploadFile, form: dict):
     settings = request.app.state.settings
     granularities = form.pop("granularities") or []
     fmt, stream = form["fmt"], form.pop("stream")
-    options = _options(request, task, granularities=granularities, **form)
+    extensions = extension_options(await request.form())  # parsed once by Starlette: cached
+    options = _options(request, task, granularities=granularities, extensions=extensions, **form)
     path, _ = await save_upload(file, settings.max_upload_bytes, settings.max_audio_seconds)
     name = upload_name(file)
     if stream:

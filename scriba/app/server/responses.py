@@ -39,6 +39,7 @@ def verbose(result: Transcription, task: str, words: bool, segments: bool) -> di
                 "avg_logprob": s.avg_logprob,
                 "compression_ratio": s.compression_ratio,
                 "no_speech_prob": s.no_speech_prob,
+                "language": language_name(s.language),  # Scriba's: per segment with multilingual
             }
             for i, s in enumerate(result.segments)
         ]

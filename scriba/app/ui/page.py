@@ -9,6 +9,7 @@ from __future__ import annotations
 import gradio as gr
 
 from scriba.app.ui import uploads
+from scriba.app.ui.advanced import build_advanced
 from scriba.app.ui.choices import BUNDLED, Summarizer, preload
 from scriba.app.ui.live_tab import build_live_tab
 from scriba.app.ui.summarize_tab import (
@@ -64,7 +65,7 @@ def _results() -> dict:
             label="Transcript", lines=8, interactive=False, elem_id="transcript", buttons=["copy"]
         ),
         segments=gr.Dataframe(
-            headers=["start", "end", "text"],
+            headers=["start", "end", "language", "text"],
             label="Segments (click one to play from there)",
             interactive=False,
             elem_id="segments",
@@ -86,9 +87,7 @@ def _results() -> dict:
     )
 
 
-def build_ui(
-    whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER, summarizer_setting: str | None = None
-):
+def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER, summarizer_setting: str | None = None):
     """`summarizer_setting`: how the person running this page picks another summarizer (the
     page's hint when the configured one is missing); None names the CLI's flag."""
     models = whisper_choices(whisper_model)
@@ -105,6 +104,7 @@ def build_ui(
             )
             notice = gr.Markdown("", elem_id="upload-notice")
             options = _options(models)
+            advanced = build_advanced(gr)
             go = gr.Button("Transcribe", variant="primary", elem_id="transcribe-button")
             out = _results()
             to_summary, why_not, transcript_summary, sections = build_transcript_summary(gr)
@@ -114,7 +114,8 @@ def build_ui(
             summary_notice, summarize_button, summary_model_state = build_summarize_tab(gr, summary_model)
 
         def transcribe_with_progress(audio_path, *chosen, progress=gr.Progress()):
-            yield from stream_transcription(audio_path, *chosen, progress)
+            basic, extra = chosen[: len(options)], chosen[len(options) :]
+            yield from stream_transcription(audio_path, *basic, progress=progress, advanced=list(extra))
 
         model_box, language, task = options[:3]
         demo.load(follow_model, [model_box], [status, language, task])
@@ -130,7 +131,7 @@ def build_ui(
         # (Gradio draws one over every output otherwise).
         go.click(
             transcribe_with_progress,
-            [audio, *options],
+            [audio, *options, *advanced],
             outputs,
             api_name="transcribe",
             show_progress_on=[out["language"]],

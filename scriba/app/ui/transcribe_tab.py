@@ -7,6 +7,7 @@ import os
 import threading
 
 from scriba.app.ui import uploads
+from scriba.app.ui.advanced import advanced_options
 from scriba.app.ui.choices import describe_model, model_arg, whisper_facts
 from scriba.app.ui.text import clock, language_line, paragraphs, seconds_of
 from scriba.media.load import SAMPLE_RATE, AudioError, load_audio
@@ -34,18 +35,35 @@ def precision_choices() -> list[tuple[str, str]]:
 
 
 def run_transcription(
-    audio_path, model, language, task, timestamps, precision="int8", word_timestamps=False, progress=None
+    audio_path,
+    model,
+    language,
+    task,
+    timestamps,
+    precision="int8",
+    word_timestamps=False,
+    progress=None,
+    advanced=None,
 ):
     """Gradio handler: (language line, transcript, segment rows, download files, word rows).
-    `progress` (Gradio's) gets the stages and the windows as they finish."""
+    `progress` (Gradio's) gets the stages and the windows as they finish; `advanced`: the
+    advanced options' values (advanced.NAMES' order; None: their defaults)."""
     *_, last = stream_transcription(
-        audio_path, model, language, task, timestamps, precision, word_timestamps, progress
+        audio_path, model, language, task, timestamps, precision, word_timestamps, progress, advanced
     )
     return last
 
 
 def stream_transcription(
-    audio_path, model, language, task, timestamps, precision="int8", word_timestamps=False, progress=None
+    audio_path,
+    model,
+    language,
+    task,
+    timestamps,
+    precision="int8",
+    word_timestamps=False,
+    progress=None,
+    advanced=None,
 ):
     """The page's outputs as segments arrive (the transcript and its rows grow, in order), then
     the whole result with its downloads and words; closing it early stops the decoding."""
@@ -66,6 +84,7 @@ def stream_transcription(
             timestamps=bool(timestamps),
             word_timestamps=bool(word_timestamps),
             engine=PRECISIONS.get(precision, {}),
+            **(advanced_options(advanced) if advanced is not None else {}),
         )
         segments, info = transcribe_stream((samples, SAMPLE_RATE), options, progress=report, cancel=cancel)
         multilingual, heard = whisper_facts(model).multilingual, []
@@ -78,6 +97,11 @@ def stream_transcription(
         uploads.log.info("the page went away: its transcription was stopped")
         raise uploads.user_error("Stopped: the page went away.") from None
     yield _show(segments.transcription, audio_path, multilingual, timestamps, word_timestamps)
+
+
+def segment_row(segment) -> list:
+    """A row of the segments table: start, end, language, text."""
+    return [clock(segment.start), clock(segment.end), segment.language or "", segment.text.strip()]
 
 
 def _read_upload(audio_path) -> object:
@@ -95,7 +119,7 @@ def _partial(info, heard: list, multilingual: bool, timestamps: bool) -> tuple:
     import gradio as gr
 
     text = paragraphs(heard) if timestamps else "".join(s.text for s in heard).strip()
-    rows = [[clock(s.start), clock(s.end), s.text.strip()] for s in heard]
+    rows = [segment_row(s) for s in heard]
     line = language_line(info.language, info.language_probability, multilingual)
     return line, text, rows, gr.update(), gr.update()
 
@@ -113,7 +137,7 @@ def _show(result, audio_path: str, multilingual: bool, timestamps: bool, word_ti
     return (
         language_line(result.language, result.language_probability, multilingual),
         paragraphs(result.segments) if timestamps else result.text,
-        [[clock(s.start), clock(s.end), s.text.strip()] for s in result.segments],
+        [segment_row(s) for s in result.segments],
         gr.update(value=_downloads(result, audio_path), visible=True),
         gr.update(value=words, visible=bool(word_timestamps)),
     )

@@ -47,7 +47,8 @@ def test_transcription_gives_language_text_rows_and_subtitles():
     detected, text, rows, files, words = ui.run_transcription(JFK, "", "auto", "transcribe", True)
     files, words = files["value"], words["value"]
     assert detected == "English (English-only model)" and "fellow americans" in text.lower()
-    assert rows and all(0 <= seconds(start) < seconds(end) <= 11.1 for start, end, _ in rows)
+    assert rows and all(0 <= seconds(start) < seconds(end) <= 11.1 for start, end, _, _ in rows)
+    assert {language for _, _, language, _ in rows} == {"en"}  # each segment's language, shown
     assert sorted(os.path.basename(f) for f in files) == ["jfk.json", "jfk.srt", "jfk.txt", "jfk.vtt"]
     assert open(files[1]).read().startswith("1\n00:00:00,000 --> ")
     assert open(files[0]).read().split() == text.split()  # TXT: one line per segment
@@ -89,7 +90,8 @@ def test_word_timestamps_fill_the_word_view():
 def test_int8_precision_transcribes_the_same_words():
     _, text, rows, _, _ = ui.run_transcription(JFK, "", "auto", "transcribe", True, "int8")
     assert "ask not what your country can do for you" in text.lower().replace(",", "").replace(".", "")
-    assert rows and all(0 <= seconds(start) < seconds(end) <= 11.1 for start, end, _ in rows)
+    assert rows and all(0 <= seconds(start) < seconds(end) <= 11.1 for start, end, _, _ in rows)
+    assert {language for _, _, language, _ in rows} == {"en"}  # each segment's language, shown
 
 
 def test_audio_inputs_are_bounded(tmp_path, monkeypatch):
