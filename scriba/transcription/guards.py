@@ -35,6 +35,7 @@ class Guards:
             o.logprob_threshold,
             o.no_speech_threshold,
             o.hallucination_silence_threshold,
+            o.prompt_reset_on_temperature,
         )
 
     def needs_fallback(self, r: WindowResult) -> bool:

@@ -20,6 +20,13 @@ from scriba.transcription.vad import VadOptions
 from scriba.transcription.words import APPEND, PREPEND
 
 MODES = ("batched", "sequential")
+# faster-whisper's transcribe() names that are said otherwise here
+FASTER_WHISPER_NAMES = {
+    "without_timestamps": "timestamps=False",
+    "log_prob_threshold": "logprob_threshold",
+    "log_progress": "progress=True",
+    "chunk_length": "none: a window is Whisper's 30 s",
+}
 TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # openai-whisper's fallback
 VAD_CHOICES = {"auto": None, "on": True, "off": False}  # the CLI's and the page's words -> vad_filter
 
@@ -48,9 +55,10 @@ class TranscribeOptions:
     window's tokens at most), `suppress_tokens` (token ids never written; -1: the model's
     non-speech set), `suppress_blank` (no blank or <|endoftext|> first), `max_initial_timestamp`
     (seconds; None: no limit), `prepend_punctuations` / `append_punctuations` (marks joined to the
-    next / previous word), and for beam search `patience`, `length_penalty`; for every search
-    `repetition_penalty`, `no_repeat_ngram_size`. faster-whisper's `without_timestamps=True` is
-    `timestamps=False` here."""
+    next / previous word), `best_of` (samples drawn at a fallback temperature, the likeliest kept),
+    `prompt_reset_on_temperature` (a window decoded above it gives the next no previous text), for
+    beam search `patience`, `length_penalty`; for every search `repetition_penalty`,
+    `no_repeat_ngram_size`. faster-whisper's `without_timestamps=True` is `timestamps=False` here."""
 
     model: str | None = None
     language: str | None = None
@@ -81,6 +89,8 @@ class TranscribeOptions:
     max_initial_timestamp: float | None = 1.0
     prepend_punctuations: str = PREPEND
     append_punctuations: str = APPEND
+    best_of: int = 1
+    prompt_reset_on_temperature: float = 0.5
     patience: float = 1.0
     length_penalty: float = 1.0
     repetition_penalty: float = 1.0
@@ -117,6 +127,8 @@ class TranscribeOptions:
 
         own, settings = {f.name for f in dataclasses.fields(cls)} - {"engine"}, engine_fields()
         for name in given:
+            if name in FASTER_WHISPER_NAMES:
+                raise TypeError(f"{name} is faster-whisper's name; Scriba's: {FASTER_WHISPER_NAMES[name]}")
             if name not in own | settings:
                 raise unknown_option(name, own | settings)
         base = options or cls()
@@ -152,6 +164,8 @@ def _check_decoding(o: TranscribeOptions) -> None:
     for name in ("patience", "repetition_penalty"):
         if not getattr(o, name) > 0:
             raise ValueError(f"{name} must be > 0, got {getattr(o, name)!r}")
+    if not (_is_int(o.best_of) and o.best_of >= 1):
+        raise ValueError(f"best_of must be a positive integer, got {o.best_of!r}")
     if not (_is_int(o.no_repeat_ngram_size) and o.no_repeat_ngram_size >= 0):
         raise ValueError(f"no_repeat_ngram_size must be an integer >= 0, got {o.no_repeat_ngram_size!r}")
     for name in ("hotwords", "prefix", "prepend_punctuations", "append_punctuations"):

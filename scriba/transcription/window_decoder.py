@@ -198,6 +198,7 @@ class WindowDecoder:
                 beam_width=o.beam_size, length_penalty=o.length_penalty, patience=o.patience, **limits
             )
         return SamplingParams(
+            n=o.best_of if temperature > 0 else 1,  # candidates drawn, the likeliest kept (_result)
             temperature=temperature,
             logprobs=0,
             cross_attention_heads=self.heads,
@@ -209,13 +210,10 @@ class WindowDecoder:
         """The engine's output as a WindowResult: text tokens (after the prefix the window was
         given, as faster-whisper's), their log-probs and, when words are aligned, times; in the
         window's language, or the one the model detected."""
-        completion, spoken = out.outputs[0], out.annotations  # WhisperAnnotations
+        spoken = out.annotations  # WhisperAnnotations
         skip, prefix = spoken.control_tokens, self._prefix(window)
+        completion, sum_logprob = _likeliest(out.outputs, skip)
         tokens = completion.token_ids[skip:]
-        if completion.logprobs is not None:
-            sum_logprob = sum(step[t].logprob for step, t in zip(completion.logprobs[skip:], tokens))
-        else:  # beam search: the hypothesis' own sum
-            sum_logprob = completion.cumulative_logprob
         times = probs = None
         if completion.cross_attentions is not None:
             positions = -(-len(window.samples) // HOP_LENGTH) // 2  # encoder positions holding the audio
@@ -243,3 +241,18 @@ class WindowDecoder:
             token_times=times,
             token_probs=probs,
         )
+
+
+def _likeliest(completions, skip: int):
+    """(the completion with the best average log-prob of its tokens after `skip`, its sum):
+    openai-whisper's pick among best_of samples; beam search's hypothesis carries its own sum."""
+
+    def scored(completion):
+        tokens = completion.token_ids[skip:]
+        if completion.logprobs is None:
+            return completion.cumulative_logprob, len(tokens)
+        return sum(step[t].logprob for step, t in zip(completion.logprobs[skip:], tokens)), len(tokens)
+
+    sums = [scored(c) for c in completions]
+    best = max(range(len(completions)), key=lambda i: sums[i][0] / (sums[i][1] + 1))
+    return completions[best], sums[best][0]

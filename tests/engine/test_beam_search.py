@@ -226,3 +226,30 @@ def test_task_specific_params_are_the_fallback(tiny_bart):
     params = engine.generation_defaults("summarization", max_tokens=20)
     assert (params.beam_width, params.length_penalty, params.max_tokens, params.min_tokens) == (3, 1.5, 20, 8)
     assert engine.generation_defaults().beam_width == 1  # no task: only generation_config.json
+
+
+def test_patience_keeps_searching_until_more_hypotheses_finish():
+    """patience p (openai-whisper's, CTranslate2's): round(k * p) finished hypotheses are kept,
+    so the search may stop later and finds at least as good a best; p = 1 is transformers'."""
+    from scriba.engine.beam_search import BeamSearch
+
+    def search(patience: float, seed: int):
+        gen = torch.Generator().manual_seed(seed)
+        params = SamplingParams(beam_width=3, patience=patience, max_tokens=40, length_penalty=1.0)
+        beams, tokens, steps = BeamSearch(params, 1, 41, [0]), [[5]], 0
+        while not beams.done:
+            logprobs = torch.randn(len(tokens), 12, generator=gen).log_softmax(-1)
+            picked = beams.step(tokens, logprobs)
+            tokens, steps = [tokens[p.parent] + [p.token_id] for p in picked], steps + 1
+        return steps, beams.results(beams.pool)
+
+    searched_on = improved = 0
+    for seed in range(20):
+        steps, found = search(1.0, seed)
+        longer, more = search(2.0, seed)
+        assert len(found) == 3 and len(more) == 6 and longer >= steps
+        assert more[0].score >= found[0].score
+        searched_on, improved = searched_on + (longer > steps), improved + (more[0].score > found[0].score)
+    assert searched_on >= 10 and improved >= 1  # (18 and 3 of these 20 when written)
+    with pytest.raises(ValueError, match="patience must be > 0"):
+        SamplingParams(beam_width=2, patience=0)

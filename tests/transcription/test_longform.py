@@ -3,6 +3,7 @@
 import pytest
 
 from scriba.transcription.guards import Guards, drop_hallucinations, is_anomaly
+from scriba.transcription.options import TranscribeOptions
 from scriba.transcription.segmenting import coverage, split_segments
 from scriba.transcription.windows import SpeechMap, pack_windows, sequential_window, tail_window
 from scriba.transcription.results import Segment, WindowResult, Word
@@ -78,6 +79,24 @@ def test_the_prompt_grows_and_resets_after_a_high_temperature():
     assert g.next_context([1], [seg], result([5], temperature=0.4), True) == [1, 5, 6]
     assert g.next_context([1], [seg], result([5], temperature=0.6), True) == []
     assert g.next_context([1], [seg], result([5]), False) == []
+    later = Guards.from_options(TranscribeOptions(prompt_reset_on_temperature=0.8))
+    assert later.next_context([1], [seg], result([5], temperature=0.6), True) == [1, 5, 6]
+
+
+def test_the_likeliest_of_best_of_samples_is_kept():
+    """openai-whisper's pick: the best sum of log-probs / (tokens + 1) after the control tokens."""
+    from types import SimpleNamespace as Out
+
+    from scriba.transcription.window_decoder import _likeliest
+
+    def sample(ids, logprobs):  # logprobs per generated token, control tokens first
+        steps = [{t: Out(logprob=lp)} for t, lp in zip(ids, logprobs)]
+        return Out(token_ids=ids, logprobs=steps, cumulative_logprob=None)
+
+    short = sample([9, 1, 2], [0.0, -0.5, -0.5])  # after the control token: -1.0 over 2 (+1) = -0.33
+    long = sample([9, 1, 2, 3, 4], [-5.0, -0.3, -0.3, -0.3, -0.3])  # -1.2 over 4 (+1) = -0.24
+    assert _likeliest([short, long], skip=1) == (long, pytest.approx(-1.2))
+    assert _likeliest([short, long], skip=0)[0] is short  # the control token's -5 counted: short wins
 
 
 PACKS = [

@@ -72,3 +72,43 @@ def test_the_cli_converts_its_flags_once_into_the_same_object():
         vad_filter=False,
         engine={"device": "auto", "dtype": "auto", "quantization": None, "num_threads": 1},
     )
+
+
+@pytest.mark.parametrize("command", ["transcribe", "batch"])
+def test_faster_whispers_options_as_flags(command):
+    """`scriba transcribe` and `scriba batch` take the same transcription flags."""
+    from scriba.app.cli.transcribe_flags import transcribe_options as flags_to_options
+
+    flags = ["--hotwords", "Kennedy", "--prefix", "And so", "--multilingual", "--clip-timestamps", "1,2"]
+    flags += ["--max-new-tokens", "9", "--suppress-tokens=-1,5", "--no-suppress-blank"]
+    flags += ["--max-initial-timestamp", "0.5", "--append-punctuations", ".", "--patience", "2"]
+    flags += ["--length-penalty", "0.5", "--repetition-penalty", "1.2", "--no-repeat-ngram-size", "3"]
+    flags += ["--initial-prompt", "A speech.", "--model", "base"]
+    extra = ["--output", "out.jsonl"] if command == "batch" else []
+    args = build_parser().parse_args([command, "a.wav", *flags, *extra])
+    assert flags_to_options(args, {}) == TranscribeOptions(
+        model="base",
+        hotwords="Kennedy",
+        prefix="And so",
+        multilingual=True,
+        clip_timestamps="1,2",
+        max_new_tokens=9,
+        suppress_tokens=(-1, 5),
+        suppress_blank=False,
+        max_initial_timestamp=0.5,
+        append_punctuations=".",
+        patience=2.0,
+        length_penalty=0.5,
+        repetition_penalty=1.2,
+        no_repeat_ngram_size=3,
+        initial_prompt="A speech.",
+    )
+    empty = build_parser().parse_args([command, "a.wav", "--suppress-tokens", "", *extra])
+    assert flags_to_options(empty, {}).suppress_tokens == ()  # faster-whisper's []: none but control tokens
+
+
+def test_faster_whispers_other_names_say_scribas():
+    with pytest.raises(TypeError, match="without_timestamps is faster-whisper's name; Scriba's: timestamps=False"):
+        TranscribeOptions.build(without_timestamps=True)
+    with pytest.raises(TypeError, match="Scriba's: logprob_threshold"):
+        TranscribeOptions.build(log_prob_threshold=-1.0)

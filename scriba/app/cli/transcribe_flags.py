@@ -51,7 +51,8 @@ def _add_decoding_flags(parser: argparse.ArgumentParser) -> None:
     add(
         "--suppress-tokens",
         default="-1",
-        help="comma-separated token ids never written; -1: the model's non-speech set; '': none",
+        help="token ids never written, comma-separated (write --suppress-tokens=-1,50362); "
+        "-1: the model's non-speech set; '': none",
     )
     add("--no-suppress-blank", action="store_true", help="let a window start with a blank")
     add("--max-initial-timestamp", type=float, default=1.0, help="seconds: the first timestamp's latest")
@@ -64,6 +65,13 @@ def _add_decoding_flags(parser: argparse.ArgumentParser) -> None:
         "--append-punctuations",
         default=None,
         help="marks joined to the previous word (default: openai-whisper's)",
+    )
+    add("--best-of", type=int, default=1, help="samples drawn at a fallback temperature, the likeliest kept")
+    add(
+        "--prompt-reset-on-temperature",
+        type=float,
+        default=0.5,
+        help="a window decoded above this temperature gives the next no previous text",
     )
     add("--patience", type=float, default=1.0, help="beam search: finished hypotheses = beam size x this")
     add("--length-penalty", type=float, default=1.0, help="beam search: score / length ** this")
@@ -99,6 +107,8 @@ def transcribe_options(args: argparse.Namespace, engine: dict):
         suppress_blank=not args.no_suppress_blank,
         max_initial_timestamp=args.max_initial_timestamp,
         **marks,
+        best_of=args.best_of,
+        prompt_reset_on_temperature=args.prompt_reset_on_temperature,
         patience=args.patience,
         length_penalty=args.length_penalty,
         repetition_penalty=args.repetition_penalty,

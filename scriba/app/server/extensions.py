@@ -32,6 +32,8 @@ FIELDS = {
     "prepend_punctuations": ("prepend_punctuations", str),
     "append_punctuations": ("append_punctuations", str),
     "beam_size": ("beam_size", int),
+    "best_of": ("best_of", int),
+    "prompt_reset_on_temperature": ("prompt_reset_on_temperature", float),
     "patience": ("patience", float),
     "length_penalty": ("length_penalty", float),
     "repetition_penalty": ("repetition_penalty", float),

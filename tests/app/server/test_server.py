@@ -132,6 +132,40 @@ def test_bad_requests_get_openai_errors_and_the_server_keeps_serving(server, cli
         assert "fellow Americans" in client.audio.transcriptions.create(model="whisper-1", file=f).text
 
 
+def test_extension_fields_are_transcribe_options(server, client):
+    """faster-whisper's options as extra form fields (the openai client's extra_body): the same
+    transcript as scriba.transcribe() with them; a field that does not parse, or a bad value,
+    is a 400 naming it."""
+    extra = {
+        "prefix": "And so, my dear",
+        "hotwords": "country, ask",
+        "clip_timestamps": "0,9",
+        "suppress_tokens": "-1,1499",
+    }
+    with open(JFK, "rb") as f:
+        v = client.audio.transcriptions.create(
+            model="whisper-1", file=f, response_format="verbose_json", extra_body=extra
+        )
+    expected = scriba.transcribe(
+        JFK,
+        prefix="And so, my dear",
+        hotwords="country, ask",
+        clip_timestamps="0,9",
+        suppress_tokens=[-1, 1499],
+    )
+    assert v.text == expected.text and v.text.startswith("And so, my dear") and "country" not in v.text
+    assert [s["language"] for s in v.model_dump()["segments"]] == ["english"] * len(expected.segments)
+    for fields, param in [
+        ({"max_new_tokens": "many"}, "max_new_tokens"),
+        ({"max_new_tokens": "0"}, "max_new_tokens"),
+        ({"multilingual": "maybe"}, "multilingual"),
+        ({"clip_timestamps": "5,1"}, "clip_timestamps"),
+    ]:
+        with open(JFK, "rb") as f, pytest.raises(openai.BadRequestError) as caught:
+            client.audio.transcriptions.create(model="whisper-1", file=f, extra_body=fields)
+        assert caught.value.body["param"] == param, caught.value.body
+
+
 def test_models_health_metrics_and_summaries(server, client, tiny_bart):
     url, served = server
     ids = [m.id for m in client.models.list().data]
@@ -149,7 +183,9 @@ def test_models_health_metrics_and_summaries(server, client, tiny_bart):
     # The summary is summarize()'s for the same text and lengths; max_length reaches the model.
     short, longer = summary_of(max_length=6), summary_of(max_length=40, min_length=30)
     assert short == scriba.summarize(text, tiny_bart[0], max_length=6, **served.engine_config)
-    assert longer == scriba.summarize(text, tiny_bart[0], max_length=40, min_length=30, **served.engine_config)
+    assert longer == scriba.summarize(
+        text, tiny_bart[0], max_length=40, min_length=30, **served.engine_config
+    )
     assert short and len(short) < len(longer)  # (at least 30 tokens against at most 6)
     metrics = httpx.get(url + "/metrics").text
     for name in (

@@ -183,3 +183,26 @@ def test_scratch_folders_are_deleted_after_an_hour(monkeypatch):
     monkeypatch.setattr(uploads.time, "time", lambda: later)
     second = uploads.scratch_folder("scriba-test-")
     assert not os.path.exists(first) and os.path.isdir(second)
+
+
+def test_the_advanced_options_reach_the_transcription():
+    """The Advanced options panel's values (advanced.NAMES' order) as TranscribeOptions: the page
+    shows what scriba.transcribe() gives with them; an empty text field is the default."""
+    import scriba
+    from scriba.app.ui.advanced import NAMES, advanced_options
+
+    defaults = dict(
+        zip(NAMES, [""] * 4 + ["-1", 1, 1, 224, 1.0, 1.0, 0, 1.0, 1.0, False, True, True, "auto"])
+    )
+    assert advanced_options(list(defaults.values()))["suppress_tokens"] == (-1,)
+    chosen = {**defaults, "prefix": "And so, my dear", "hotwords": "country, ask", "clip_timestamps": "0,9"}
+    chosen["suppress_tokens"], chosen["no_repeat_ngram_size"] = "-1, 1499", 3
+    _, text, rows, _, _ = ui.run_transcription(
+        JFK, "", "auto", "transcribe", True, "int8", advanced=list(chosen.values())
+    )
+    options = advanced_options(list(chosen.values()))
+    assert options["suppress_tokens"] == (-1, 1499) and options["vad_filter"] is None
+    expected = scriba.transcribe(JFK, **options)
+    assert text == expected.text and text.startswith("And so, my dear") and "country" not in text
+    with pytest.raises(ValueError, match="Suppressed tokens must be comma-separated"):
+        advanced_options(list({**defaults, "suppress_tokens": "x"}.values()))
