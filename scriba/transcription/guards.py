@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from scriba.transcription.results import Segment, WindowResult, Word
 from scriba.transcription.words import APPEND, PREPEND
 
-
 # openai-whisper's defaults (TranscribeOptions takes them from here)
 COMPRESSION_RATIO = 2.4
 LOGPROB = -1.0

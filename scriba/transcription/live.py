@@ -9,6 +9,7 @@ transcribing the same recording afterwards.
 from __future__ import annotations
 
 import string
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,6 +41,7 @@ class LiveTranscript:
     transcribed_to: int = 0  # how much audio the last transcription saw (samples)
     confirmed: list[LiveWord] = field(default_factory=list)
     pending: list[LiveWord] = field(default_factory=list)  # the last transcription's unconfirmed words
+    cancel: threading.Event | None = None  # set: a transcription under way stops (transcribe()'s)
 
     def add(self, samples: np.ndarray, rate: int) -> None:
         """Append a chunk of the recording (any rate, mono or with channels, int or float)."""
@@ -79,7 +81,7 @@ class LiveTranscript:
         options = TranscribeOptions.build(
             self.options, word_timestamps=True, vad_filter=False, initial_prompt=prompt
         )
-        result = transcribe((tail, SAMPLE_RATE), options)
+        result = transcribe((tail, SAMPLE_RATE), options, cancel=self.cancel)
         offset = self.buffer_start / SAMPLE_RATE
         done = self.confirmed[-1].end if self.confirmed else 0.0
         words = [LiveWord(w.word, offset + w.start, offset + w.end) for s in result.segments for w in s.words]

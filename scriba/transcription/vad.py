@@ -61,15 +61,28 @@ def _silero():
     global _model
     with _model_lock:
         if _model is None:
-            import torch
-
-            threads = torch.get_num_threads()
-            import silero_vad  # its import sets torch to one thread, process-wide
+            silero_vad = _import_silero()
             from silero_vad.utils_vad import get_speech_timestamps_from_probs
 
-            torch.set_num_threads(threads)  # so the engines keep theirs
             _model = silero_vad.load_silero_vad(sequence=True), get_speech_timestamps_from_probs
         return _model
+
+
+def frame_model():
+    """A Silero VAD model of its own, for a stream read 512 samples (32 ms) at a time: it keeps
+    the stream's state between calls (`model(torch frame, 16000)` -> speech probability)."""
+    with _model_lock:
+        return _import_silero().load_silero_vad(onnx=True)
+
+
+def _import_silero():
+    import torch
+
+    threads = torch.get_num_threads()
+    import silero_vad  # its import sets torch to one thread, process-wide
+
+    torch.set_num_threads(threads)  # so the engines keep theirs
+    return silero_vad
 
 
 PAUSE_MS = 160  # the shortest pause a window may be cut at (faster-whisper's batched VAD setting)

@@ -5,6 +5,7 @@ result (retry it, settle it, queue the next window) is the driver's (driver.py).
 from __future__ import annotations
 
 import math
+import time
 import zlib
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -24,6 +25,7 @@ from scriba.whisper.prompt_layout import prefix_tokens
 
 MAX_WINDOW_TOKENS = 224  # openai-whisper's sample_len: half the decoder context
 PROGRESS_SECONDS = 0.5  # how often a progress reporter hears from a running decode
+CANCEL_SECONDS = 0.05  # how soon a set `cancel` is seen (a live turn's end interrupts its tail's decode)
 # Windows of one transcription in flight at once on a CPU when its segments are read as they
 # come (driver.WindowQueue): the earlier windows decode ahead, so the text grows as the file
 # goes. It costs throughput: the dev long-form recordings at 58-64x with 8 in flight, 66-67x
@@ -81,6 +83,7 @@ class WindowDecoder:
         self.submitted = self.finished = 0
         self.not_submitted = 0  # windows known but held back (driver.WindowQueue): progress counts them
         self.shown = 0.0
+        self.reported = 0.0  # time.monotonic() of the last progress report
 
     def text_ids(self, text: str | None) -> list[int]:
         if not text:
@@ -131,8 +134,8 @@ class WindowDecoder:
         windows still in flight."""
         try:
             while self.inflight:
-                polled = self.report is not None or self.cancel is not None
-                timeout = PROGRESS_SECONDS if polled else None
+                timeout = CANCEL_SECONDS if self.cancel is not None else None
+                timeout = PROGRESS_SECONDS if self.report is not None and timeout is None else timeout
                 done, _ = wait(list(self.inflight), timeout=timeout, return_when=FIRST_COMPLETED)
                 if self.cancel is not None and self.cancel.is_set():
                     raise Cancelled("the transcription was cancelled")
@@ -140,7 +143,8 @@ class WindowDecoder:
                     window = self.inflight.pop(future)
                     self.finished += 1
                     yield window, self._result(future.result(), self.temperatures[window.attempt], window)
-                self._report_progress()
+                if time.monotonic() - self.reported >= PROGRESS_SECONDS or done:
+                    self._report_progress()
         finally:  # cancelled, failed or abandoned: nothing of it goes on decoding
             if self.inflight:
                 self.loop.cancel(list(self.inflight))
@@ -149,6 +153,7 @@ class WindowDecoder:
         """Finished windows, plus running ones as far as their last timestamp reaches."""
         if self.report is None:
             return
+        self.reported = time.monotonic()
         begin, partly = self.tokens.timestamp_begin, 0.0
         for future, window in self.inflight.items():
             out = future.partial

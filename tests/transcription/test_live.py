@@ -8,7 +8,7 @@ import paths
 import soundfile as sf
 
 import scriba
-from scriba.app.ui.live_tab import LiveSession, live_stop
+from scriba.app.ui.live_tab import LiveTab, live_stop
 from scriba.media.load import load_audio
 from scriba.transcription.live import LiveTranscript, LiveWord, _without_repeat
 
@@ -50,7 +50,7 @@ def test_a_repeated_start_is_dropped():
 
 
 def test_the_final_text_is_the_received_recording_transcribed():
-    session, chunks = LiveSession(None), microphone_chunks(0.1)
+    session, chunks = LiveTab(None), microphone_chunks(0.1)
     for chunk in chunks:
         session.add(chunk, 48000)
     _, final, recording, _ = live_stop(session)

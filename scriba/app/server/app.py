@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fastapi import FastAPI
 from fastapi.responses import Response
 
-from scriba.app.server import audio_api, errors, summaries_api
+from scriba.app.server import audio_api, errors, realtime, summaries_api
 from scriba.app.server.metrics import Metrics
 from scriba.app.server.models import ServedModels
 
@@ -34,6 +34,7 @@ def create_app(served: ServedModels, settings: ServerSettings | None = None, pre
     app.state.metrics = metrics
     app.include_router(audio_api.router)
     app.include_router(summaries_api.router)
+    app.include_router(realtime.router)
 
     @app.get("/health")
     def health():
@@ -60,9 +61,12 @@ def asgi_app(served: ServedModels, settings: ServerSettings | None = None, prelo
 
 def _require_key(app, api_key: str | None):
     async def check(scope, receive, send):
-        if api_key and scope["type"] == "http" and scope["path"].startswith("/v1/"):
+        if api_key and scope["type"] in ("http", "websocket") and scope["path"].startswith("/v1/"):
             headers = dict(scope.get("headers") or [])
             if headers.get(b"authorization", b"").decode() != f"Bearer {api_key}":
+                if scope["type"] == "websocket":  # the handshake is refused (HTTP 403)
+                    await receive()
+                    return await send({"type": "websocket.close", "code": 1008})
                 error = errors.APIError(401, "missing or wrong API key (Authorization: Bearer KEY)")
                 return await error.response()(scope, receive, send)
         return await app(scope, receive, send)

@@ -1,17 +1,20 @@
-"""The Live tab: the microphone transcribed while the user speaks (live.py's local agreement:
-confirmed words in black, the unconfirmed tail in grey); when the recording stops, the final
-text is the whole recording transcribed, and the recording itself can be downloaded."""
+"""The Live tab: the microphone transcribed while the user speaks, through the same live session
+as the server's Realtime API (transcription/live_session.py: words confirmed by local agreement in
+black, the unconfirmed tail in grey); when the recording stops, the final text is the whole
+recording transcribed, and the recording itself can be downloaded."""
 
 from __future__ import annotations
 
-import copy
 import html
 import os
 import threading
 
+import numpy as np
+
 from scriba.app.ui.choices import model_arg
 from scriba.app.ui.uploads import scratch_folder
-from scriba.transcription.live import LiveTranscript
+from scriba.media.load import SAMPLE_RATE, load_audio
+from scriba.transcription.live_session import Completed, Delta, Failed, LiveSession, Tentative
 from scriba.transcription.options import TranscribeOptions
 
 STREAM_EVERY = 0.5  # how often the page sends microphone audio (the browser may send 0.1 s chunks)
@@ -24,71 +27,78 @@ def live_html(confirmed: str, pending: str) -> str:
     )
 
 
-class LiveSession:
-    """One page's recording. Chunks arrive every 0.1 s and their handler must return at once
-    (the browser drops chunks while one is pending), so transcribing runs in a thread of its
-    own and each chunk shows the latest text."""
+class LiveTab:
+    """One page's recording, on the Realtime API's code path: a LiveSession without turn detection
+    (the recording is one turn, committed when it stops). Its deltas (confirmed words) and
+    tentative words are what the page shows; its completed text is the final transcript. Chunks
+    arrive every 0.1 s and must be answered at once (the browser drops chunks while one is
+    pending): the session's own thread transcribes, each chunk shows the latest text."""
 
     def __init__(self, model):
-        self.live = LiveTranscript(options=TranscribeOptions(model=model_arg(model)))
-        self.lock = threading.Lock()
-        self.worker: threading.Thread | None = None
-        self.shown = ("", "")
+        self.confirmed, self.pending, self.final = "", "", None
+        self.done = threading.Event()
+        self.recorded: list[np.ndarray] = []
+        options = TranscribeOptions(model=model_arg(model))
+        self.session = LiveSession(self._heard, options, detection=None)
+
+    def _heard(self, event) -> None:  # on the session's thread
+        if isinstance(event, Delta):
+            self.confirmed += event.text
+        elif isinstance(event, Tentative):
+            self.pending = event.text
+        elif isinstance(event, (Completed, Failed)):
+            self.final = event.transcript if isinstance(event, Completed) else ""
+            self.done.set()
 
     def add(self, samples, rate) -> str:
-        with self.lock:
-            self.live.add(samples, rate)
-            if self.worker is None or not self.worker.is_alive():
-                self.worker = threading.Thread(target=self._update, daemon=True)
-                self.worker.start()
-        return live_html(*self.shown)
+        audio = load_audio((np.asarray(samples), int(rate)))
+        if audio.size:
+            self.recorded.append(audio)
+            self.session.append(audio)
+        return live_html(self.confirmed.strip(), self.pending)
 
-    def _update(self) -> None:
-        with self.lock:  # a snapshot of the recording so far; chunks keep arriving meanwhile
-            snapshot = copy.copy(self.live)
-            snapshot.audio = list(self.live.audio)
-        shown = snapshot.update()
-        with self.lock:  # keep the newly arrived audio, take the new text
-            snapshot.audio, snapshot.samples = self.live.audio, self.live.samples
-            self.live, self.shown = snapshot, shown
+    def recording(self) -> np.ndarray:
+        return np.concatenate(self.recorded) if self.recorded else np.zeros(0, np.float32)
 
-    def stop(self) -> LiveTranscript:
-        if self.worker is not None:
-            self.worker.join()
-        return self.live
+    def stop(self) -> str:
+        """The recording's final text: transcribe() of all of it (the session's commit)."""
+        if self.recorded:
+            self.session.commit()
+            self.done.wait()
+        self.session.close()
+        return self.final or ""
 
 
 def live_start(model):
     """Recording starts: a fresh session (in the page's State)."""
     import gradio as gr
 
-    return LiveSession(model), live_html("", ""), "", gr.update(value=None, visible=False)
+    return LiveTab(model), live_html("", ""), "", gr.update(value=None, visible=False)
 
 
-def live_chunk(chunk, session: LiveSession | None):
+def live_chunk(chunk, session: LiveTab | None):
     """A chunk of microphone audio: (rate, samples) as Gradio streams it."""
-    session = session or LiveSession(None)
+    session = session or LiveTab(None)
     if chunk is None:
-        return live_html(*session.shown), session
+        return live_html(session.confirmed.strip(), session.pending), session
     rate, samples = chunk
     return session.add(samples, rate), session
 
 
-def live_stop(session: LiveSession | None):
+def live_stop(session: LiveTab | None):
     """Recording ends: (live text, final transcript, the recording as a WAV file, State). The
-    final text is transcribe() of that very WAV file."""
+    final text is transcribe() of the recording, which the WAV holds as it was heard (float
+    samples: transcribing the file gives the same text)."""
     import gradio as gr
     import soundfile as sf
 
-    from scriba.media.load import SAMPLE_RATE
-    from scriba.transcription.transcribe import transcribe
-
-    live = session.stop() if session is not None else None
-    if live is None or live.samples == 0:
+    if session is None or not session.recorded:
+        if session is not None:
+            session.stop()
         return live_html("", ""), "", None, None
+    final = session.stop()
     path = os.path.join(scratch_folder("scriba-live-"), "recording.wav")
-    sf.write(path, live.recording(), SAMPLE_RATE, subtype="PCM_16")
-    final = transcribe(path, live.options).text
+    sf.write(path, session.recording(), SAMPLE_RATE, subtype="FLOAT")
     return live_html(final, ""), final, gr.update(value=path, visible=True), None
 
 
