@@ -19,6 +19,7 @@ from scriba.engine.staging import HostStaging
 from scriba.engine.table_rows import TableRows
 from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, get_backend
+from scriba.kernels.fp8_kv import FP8, dequantized, new_kv_scales
 from scriba.kernels.kv_cache import copy_blocks, new_kv_cache, swap_blocks
 from scriba.kernels.paged_attention import group_context_reads
 
@@ -69,6 +70,8 @@ class ModelRunner:
         self.backend = get_backend(backend, self.device, dtype, self.kv_cache_dtype)
         self.kv_caches: list[torch.Tensor] = []
         self.cpu_caches: list[torch.Tensor] = []
+        self.kv_scales: list[torch.Tensor] = []  # an 8-bit cache's, beside each layer's (fp8_kv.py)
+        self.cpu_scales: list[torch.Tensor] = []
         self.graphs: DecodeGraphs | None = None
         self.history = TokenHistory(model.max_decoder_len, self.device)
         self.staging = HostStaging(self.device)
@@ -85,15 +88,26 @@ class ModelRunner:
         tensor = dict(dtype=self.kv_cache_dtype, device=device, pin_memory=pin)
         return [new_kv_cache(*block, head_major=head_major, **tensor) for _ in layers]
 
-    def bind_kv_caches(self, caches: list[torch.Tensor]) -> None:
-        for cache, ops in zip(caches, self.model.decoder_attention_layers()):
+    def new_kv_scales(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
+        """An 8-bit cache's scales, [2, blocks, heads] per layer (kernels/fp8_kv.py); none else."""
+        if self.kv_cache_dtype != FP8:
+            return []
+        heads = self.model.decoder_attention_layers()[0][0].num_heads
+        pin = torch.device(device).type == "cpu" and self.device.type == "cuda" and num_blocks > 0
+        return [new_kv_scales(num_blocks, heads, device, pin) for _ in self.model.decoder_attention_layers()]
+
+    def bind_kv_caches(self, caches: list[torch.Tensor], scales: list[torch.Tensor] = ()) -> None:
+        scales = list(scales) or [None] * len(caches)
+        for cache, layer_scales, ops in zip(caches, scales, self.model.decoder_attention_layers()):
             for op in ops:  # self- and cross-attention of a layer share its cache
-                op.kv_cache = cache
+                op.kv_cache, op.kv_scales = cache, layer_scales
 
     def allocate_kv_caches(self, num_device_blocks: int, num_cpu_blocks: int) -> None:
         self.kv_caches = self.new_kv_caches(num_device_blocks, self.device)
         self.cpu_caches = self.new_kv_caches(num_cpu_blocks, "cpu")
-        self.bind_kv_caches(self.kv_caches)
+        self.kv_scales = self.new_kv_scales(num_device_blocks, self.device)
+        self.cpu_scales = self.new_kv_scales(num_cpu_blocks, "cpu")
+        self.bind_kv_caches(self.kv_caches, self.kv_scales)
 
     def capture_decode_graphs(
         self, max_batch: int, max_self_blocks: int, max_cross_blocks: int, capture: bool = True
@@ -110,7 +124,8 @@ class ModelRunner:
         layers = model.decoder_attention_layers()
         attn = layers[0][0]
         itemsize = torch.empty((), dtype=dtype).element_size()
-        return len(layers) * 2 * block_size * attn.num_heads * attn.head_dim * itemsize
+        scales = 2 * attn.num_heads * 4 if dtype == FP8 else 0  # float32 per K and V and head
+        return len(layers) * (2 * block_size * attn.num_heads * attn.head_dim * itemsize + scales)
 
     @torch.inference_mode()
     def cross_attentions(self, requests: list[tuple[list[int], list[int]]], num_positions: int, heads):
@@ -126,8 +141,14 @@ class ModelRunner:
         indexes = [torch.tensor(blocks, device=self.device) for blocks, _ in requests]
         cross_kv = []
         for layer in range(max(lay for lay, _ in heads) + 1):  # every layer up to the last asked
-            cache = layers[layer][1].kv_cache  # [2, blocks, block_size, heads, head_dim]
-            kv = torch.stack([cache[:, i].flatten(1, 2)[:, :num_positions] for i in indexes])
+            op = layers[layer][1]
+            cache, scales = op.kv_cache, op.kv_scales  # [2, blocks, block_size, heads, head_dim]
+            read = (
+                (lambda i: cache[:, i])
+                if scales is None
+                else (lambda i: dequantized(cache[:, i], scales[:, i]))
+            )
+            kv = torch.stack([read(i).flatten(1, 2)[:, :num_positions] for i in indexes])
             cross_kv.append(kv.to(self.dtype))
         weights = self.model.cross_attentions(tokens.to(self.device), cross_kv, heads).float().cpu()
         return [weights[row, :, : len(ids)].numpy() for row, (_, ids) in enumerate(requests)]
@@ -136,9 +157,10 @@ class ModelRunner:
     def execute(self, sched: SchedulerOutputs, blocks: BlockManager) -> StepResult:
         """Run the step the scheduler planned: its block moves, then its groups (their running
         sequences, with the block tables `blocks` holds for them)."""
-        swap_blocks(self.kv_caches, self.cpu_caches, sched.blocks_to_swap_out)
-        swap_blocks(self.cpu_caches, self.kv_caches, sched.blocks_to_swap_in)
-        copy_blocks(self.kv_caches, sched.blocks_to_copy)
+        device, host = self.kv_caches + self.kv_scales, self.cpu_caches + self.cpu_scales  # scales move too
+        swap_blocks(device, host, sched.blocks_to_swap_out)
+        swap_blocks(host, device, sched.blocks_to_swap_in)
+        copy_blocks(device, sched.blocks_to_copy)
         prefills, decodes = _running(sched.prefills, blocks), _running(sched.decodes, blocks)
         if not prefills and not decodes:
             self.self_rows.gather([], [])  # sequences away from this step may come back changed

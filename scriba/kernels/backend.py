@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from scriba.kernels.fp8_kv import FP8, write_kv_cache_fp8_ref
 from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
 from scriba.kernels.triton_support import HAS_TRITON, require_triton
@@ -27,8 +28,15 @@ class TorchBackend:
     head_major_cache = True
     plans_context_reads = True  # the runner plans `reads` (group_context_reads) once a step
     varlen_attention = staticmethod(varlen_attention_ref)
-    write_kv_cache = staticmethod(write_kv_cache_ref)
     paged_decode_attention = staticmethod(paged_decode_attention_ref)
+
+    @staticmethod
+    def write_kv_cache(k, v, kv_cache, slot_mapping, scales=None, fit=False):
+        """K/V to their slots; an 8-bit cache (with its `scales`) through fp8_kv.py, `fit`ting
+        the scales of the blocks a cross-attention prefill fills."""
+        if scales is None:
+            return write_kv_cache_ref(k, v, kv_cache, slot_mapping)
+        return write_kv_cache_fp8_ref(k, v, kv_cache, scales, slot_mapping, fit)
 
 
 class NumbaBackend(TorchBackend):
@@ -39,11 +47,11 @@ class NumbaBackend(TorchBackend):
     plans_context_reads = False
 
     @staticmethod
-    def paged_decode_attention(q, kv_cache, block_tables, seq_lens, scale, reads=None):
+    def paged_decode_attention(q, kv_cache, block_tables, seq_lens, scale, reads=None, kv_scales=None):
         # numba is imported by the first decode step that needs it (0.17 s), not by every start
         from scriba.kernels.cpu_paged_attention import paged_decode_attention_cpu
 
-        return paged_decode_attention_cpu(q, kv_cache, block_tables, seq_lens, scale)
+        return paged_decode_attention_cpu(q, kv_cache, block_tables, seq_lens, scale, kv_scales)
 
 
 class TritonBackend(TorchBackend):
@@ -54,9 +62,9 @@ class TritonBackend(TorchBackend):
     write_kv_cache = staticmethod(write_kv_cache_triton)
 
     @staticmethod
-    def paged_decode_attention(q, kv_cache, block_tables, seq_lens, scale, reads=None):
+    def paged_decode_attention(q, kv_cache, block_tables, seq_lens, scale, reads=None, kv_scales=None):
         """The kernel reads any table layout itself: the torch path's `reads` are not needed."""
-        return paged_decode_attention_triton(q, kv_cache, block_tables, seq_lens, scale)
+        return paged_decode_attention_triton(q, kv_cache, block_tables, seq_lens, scale, kv_scales=kv_scales)
 
 
 class CudaBackend(TritonBackend):
@@ -75,10 +83,10 @@ def get_backend(
 ) -> TorchBackend:
     """ "auto": "cuda" on a GPU with Triton installed, "numba" on the CPU in float32, else
     "torch". A KV cache in another dtype than the compute `dtype` is bfloat16 under float32 on
-    the CPU only, read by "numba"."""
+    the CPU only, read by "numba", or 8-bit (fp8_kv.py), which every backend reads."""
     device = torch.device(device)
     kv_cache_dtype = kv_cache_dtype or dtype
-    if kv_cache_dtype != dtype:
+    if kv_cache_dtype not in (dtype, FP8):
         if (kv_cache_dtype, dtype, device.type) != (torch.bfloat16, torch.float32, "cpu"):
             raise ValueError(
                 f"a {kv_cache_dtype} KV cache under {dtype} compute runs only on the CPU "

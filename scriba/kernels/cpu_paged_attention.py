@@ -15,7 +15,8 @@ and V; benchmarks/bench_decode_attention.py). One task per (sequence, head):
 A bfloat16 is the top half of a float32: it is widened by shifting its bits up 16. The
 softmax's exp is 2^k * 2^f, a polynomial for 2^f and k put in a float's exponent bits, which
 vectorizes (numba's own exp is a scalar call per element). The torch path
-(`paged_attention.paged_decode_attention_ref`) is this kernel's oracle.
+(`paged_attention.paged_decode_attention_ref`) is this kernel's oracle. An 8-bit (e4m3) cache is
+read by its own kernel: each byte's value from a 256-entry table, each block times its scale.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from scriba.kernels.fp8_kv import FP8
 from scriba.kernels.paged_attention import check_paged_args
 
 # ln(2)^i / i!, i = 6 .. 1: 2^f's Taylor series, highest power first
@@ -134,27 +136,90 @@ def _attention_kernel(q, k, v, tables, lengths, block_size, scale, out):
             out[r, h, d] = acc[d] / total
 
 
+@numba.njit(fastmath=True, inline="always")
+def _scores_fp8(query, k, table, n, block_size, block_scales, lut, scores):
+    """_scores over an 8-bit cache: each key byte read through `lut` (e4m3 -> float32), each
+    block's dot products times its scale."""
+    dim = query.shape[0]
+    for b in range((n + block_size - 1) // block_size):
+        block, s = k[table[b] * block_size :], block_scales[table[b]]
+        for j in range(min(block_size, n - b * block_size)):
+            acc = np.float32(0.0)
+            for d in range(dim):
+                acc += query[d] * lut[block[j, d]]
+            scores[b * block_size + j] = acc * s
+
+
+@numba.njit(fastmath=True, inline="always")
+def _weighted_values_fp8(weights, v, table, n, block_size, block_scales, lut, acc):
+    dim = acc.shape[0]
+    for b in range((n + block_size - 1) // block_size):
+        block, s = v[table[b] * block_size :], block_scales[table[b]]
+        for j in range(min(block_size, n - b * block_size)):
+            w = weights[b * block_size + j] * s
+            for d in range(dim):
+                acc[d] += w * lut[block[j, d]]
+
+
+@numba.njit(parallel=True, fastmath=True, cache=True)
+def _attention_kernel_fp8(q, k, v, k_scales, v_scales, lut, tables, lengths, block_size, scale, out):
+    """_attention_kernel over an 8-bit cache: k, v [H, slots, D] uint8 (e4m3 bits); k_scales,
+    v_scales [H, blocks] float32; lut [256] float32, each e4m3 byte's value."""
+    rows, heads, dim = q.shape
+    for task in numba.prange(rows * heads):
+        r, h = task // heads, task % heads
+        n = lengths[r]
+        scores = np.empty(n, np.float32)
+        _scores_fp8(q[r, h] * scale, k[h], tables[r], n, block_size, k_scales[h], lut, scores)
+        total = _softmax_weights(scores, n)
+        acc = np.zeros(dim, np.float32)
+        _weighted_values_fp8(scores, v[h], tables[r], n, block_size, v_scales[h], lut, acc)
+        for d in range(dim):
+            out[r, h, d] = acc[d] / total
+
+
 def paged_decode_attention_cpu(
     q: torch.Tensor,  # [seqs, heads, head_dim] float32
-    kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim] float32 or bfloat16, either order
+    kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim] float32, bfloat16 or fp8, either order
     block_tables: torch.Tensor,  # [seqs, max_blocks] int
     seq_lens: torch.Tensor,  # [seqs] int, >= 1
     scale: float,
+    kv_scales: torch.Tensor | None = None,  # [2, blocks, heads]: an 8-bit cache's scales
 ) -> torch.Tensor:  # [seqs, heads, head_dim] float32
-    """What `paged_decode_attention_ref` computes, over a float32 or bfloat16 cache, in float32."""
+    """What `paged_decode_attention_ref` computes, over a float32, bfloat16 or 8-bit (e4m3,
+    with its scales) cache, in float32."""
     check_paged_args(q, kv_cache, block_tables, seq_lens)
     if kv_cache.dtype not in CACHE_DTYPES or q.dtype != torch.float32 or q.device.type != "cpu":
         raise ValueError(
-            f"needs a CPU float32 or bfloat16 cache and float32 q, got {kv_cache.dtype} and {q.dtype}"
+            f"needs a CPU float32, bfloat16 or fp8 cache and float32 q, got {kv_cache.dtype} and {q.dtype}"
         )
+    if (kv_cache.dtype == FP8) != (kv_scales is not None):
+        raise ValueError("an fp8 cache is read with its scales, and only an fp8 cache has scales")
     out = torch.empty(q.shape)
     args = _kernel_args(q, kv_cache, block_tables, seq_lens, scale, out)
     # One launch at a time (engines on several threads): each already takes every core, and
     # numba's fallback pool, where there is no OpenMP, refuses launches from two threads at once.
     with _launches:
         _use_torch_threads()
-        _attention_kernel(*args)
+        if kv_scales is None:
+            _attention_kernel(*args)
+        else:
+            q_np, k, v, *rest = args
+            per_head = [kv_scales[i].t().contiguous().numpy() for i in (0, 1)]  # [heads, blocks]
+            _attention_kernel_fp8(q_np, k, v, *per_head, _fp8_values(), *rest)
     return out
+
+
+def _fp8_values() -> np.ndarray:
+    """[256] float32: the value of each e4m3fn byte (the two NaN codes as 0: never written)."""
+    global _LUT
+    if _LUT is None:
+        values = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(FP8).float()
+        _LUT = torch.nan_to_num(values, nan=0.0).numpy()
+    return _LUT
+
+
+_LUT = None
 
 
 def _kernel_args(q, kv_cache, block_tables, seq_lens, scale: float, out) -> tuple:
@@ -176,7 +241,11 @@ def _kernel_args(q, kv_cache, block_tables, seq_lens, scale: float, out) -> tupl
     )
 
 
-CACHE_DTYPES = {torch.float32: torch.float32, torch.bfloat16: torch.uint16}  # -> what numba reads
+CACHE_DTYPES = {
+    torch.float32: torch.float32,
+    torch.bfloat16: torch.uint16,
+    FP8: torch.uint8,
+}  # -> what numba reads
 
 
 _launches = threading.Lock()

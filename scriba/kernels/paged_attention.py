@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from scriba.kernels.fp8_kv import FP8, dequantized
 from scriba.kernels.triton_support import (
     HAS_TRITON,
     IS_INTERPRETED,
@@ -97,29 +98,35 @@ def paged_decode_attention_ref(
     seq_lens: torch.Tensor,  # [seqs] int, >= 1
     scale: float,
     reads: ContextReads | None = None,  # from group_context_reads (the runner's, once a step)
+    kv_scales: torch.Tensor | None = None,  # [2, blocks, heads]: an 8-bit cache's (fp8_kv.py)
 ) -> torch.Tensor:  # [seqs, heads, head_dim]
     """Tables that are runs of consecutive blocks (cross-attention tables are allocated as
-    runs) are read in place, a batch of adjacent equal runs per call, with no copy. The
-    other sequences' blocks are gathered into one padded batch, masked by length."""
+    runs) are read in place, a batch of adjacent equal runs per call, with no copy (an 8-bit
+    cache's are dequantized). The other sequences' blocks are gathered into one padded batch,
+    masked by length."""
     check_paged_args(q, kv_cache, block_tables, seq_lens)
     if reads is None:
         reads = group_context_reads(block_tables.tolist(), seq_lens.tolist(), kv_cache.shape[2])
     out = torch.empty_like(q)
     for batch in reads.batches:
-        _attend_runs(q, kv_cache, batch, scale, out)
+        _attend_runs(q, kv_cache, batch, scale, out, kv_scales)
     if reads.gathered:
         index = torch.tensor(reads.gathered, device=q.device)
-        out[index] = _attend_gathered(q[index], kv_cache, block_tables[index], seq_lens[index], scale)
+        tables, lens = block_tables[index], seq_lens[index]
+        out[index] = _attend_gathered(q[index], kv_cache, tables, lens, scale, kv_scales)
     return out
 
 
 def _attend_runs(
-    q: torch.Tensor, kv_cache: torch.Tensor, batch: RunBatch, scale: float, out: torch.Tensor
+    q: torch.Tensor, kv_cache: torch.Tensor, batch: RunBatch, scale: float, out: torch.Tensor, kv_scales=None
 ) -> None:
     """One SDPA call over a batch of runs, viewed in place as [runs, heads, positions, dim]."""
     _, heads, dim = q.shape
     num_runs, width = len(batch.queries), batch.run_blocks * kv_cache.shape[2]
-    span = kv_cache[:, batch.first : batch.first + num_runs * batch.run_blocks]
+    blocks = slice(batch.first, batch.first + num_runs * batch.run_blocks)
+    span = kv_cache[:, blocks]
+    if kv_scales is not None:
+        span = dequantized(span, kv_scales[:, blocks], q.dtype)
     longest = max(batch.lengths)  # past it only unwritten slots: cut, not masked (a mask costs 20%)
     k, v = (span[i].reshape(num_runs, width, heads, dim)[:, :longest].transpose(1, 2) for i in (0, 1))
     most = max(len(rows) for rows in batch.queries)
@@ -138,13 +145,16 @@ def _attend_runs(
     out[torch.tensor(rows, device=dev)] = attended[torch.tensor(slots, device=dev)]
 
 
-def _attend_gathered(q, kv_cache, block_tables, seq_lens, scale) -> torch.Tensor:
+def _attend_gathered(q, kv_cache, block_tables, seq_lens, scale, kv_scales=None) -> torch.Tensor:
     num_seqs, heads, dim = q.shape
     max_blocks = int(seq_lens.max().item() + kv_cache.shape[2] - 1) // kv_cache.shape[2]
     index = block_tables[:, :max_blocks].flatten().long()
     shape = (num_seqs, -1, heads, dim)
-    k = kv_cache[0].index_select(0, index).view(shape).transpose(1, 2)  # [seqs, heads, len, dim]
-    v = kv_cache[1].index_select(0, index).view(shape).transpose(1, 2)
+    k, v = kv_cache[0].index_select(0, index), kv_cache[1].index_select(0, index)
+    if kv_scales is not None:
+        k = dequantized(k, kv_scales[0].index_select(0, index), q.dtype)
+        v = dequantized(v, kv_scales[1].index_select(0, index), q.dtype)
+    k, v = k.view(shape).transpose(1, 2), v.view(shape).transpose(1, 2)  # [seqs, heads, len, dim]
     mask = torch.arange(k.shape[2], device=q.device)[None, :] < seq_lens[:, None]
     return F.scaled_dot_product_attention(
         q[:, :, None, :], k, v, attn_mask=mask[:, None, None, :], scale=scale
@@ -165,6 +175,7 @@ if HAS_TRITON:
     def _paged_decode_kernel(
         q_ptr,
         cache_ptr,
+        scales_ptr,
         tables_ptr,
         lens_ptr,
         out_ptr,
@@ -184,13 +195,16 @@ if HAS_TRITON:
         stride_table,
         stride_out_seq,
         stride_out_head,
+        stride_scales_kv,
         BLOCK_SIZE: tl.constexpr,
         BLOCK_D: tl.constexpr,
         TILE: tl.constexpr,
         ONE_SPLIT: tl.constexpr,
+        SCALED: tl.constexpr,
     ):
         """Program (seq, head, split) attends q over positions [split * partition, +partition)
-        of the sequence; with one split it writes the output, else a partial (max, sum, acc)."""
+        of the sequence; with one split it writes the output, else a partial (max, sum, acc).
+        SCALED: an 8-bit cache, each block's K and V times their scale ([2, blocks, heads])."""
         seq, head, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         seq_len = tl.load(lens_ptr + seq)
         d = tl.arange(0, BLOCK_D)
@@ -217,6 +231,9 @@ if HAS_TRITON:
             )
             kv_mask = valid[:, None] & d_mask[None, :]
             k = tl.load(cache_ptr + row[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
+            if SCALED:
+                scale_at = scales_ptr + block * tl.num_programs(1) + head
+                k = k * tl.load(scale_at, mask=valid, other=0.0)[:, None]
             scores = tl.where(valid, tl.sum(k * q[None, :], 1), float("-inf"))
             new_max = tl.maximum(running_max, tl.max(scores, 0))
             weights = tl.exp(scores - new_max)
@@ -224,6 +241,8 @@ if HAS_TRITON:
             v = tl.load(cache_ptr + stride_cache_kv + row[:, None] + d[None, :], mask=kv_mask, other=0.0).to(
                 tl.float32
             )
+            if SCALED:
+                v = v * tl.load(scale_at + stride_scales_kv, mask=valid, other=0.0)[:, None]
             acc = acc * rescale + tl.sum(weights[:, None] * v, 0)
             running_sum = running_sum * rescale + tl.sum(weights, 0)
             running_max = new_max
@@ -295,6 +314,7 @@ def paged_decode_attention_triton(
     num_splits: int | None = None,  # None: plan_splits
     out: torch.Tensor | None = None,  # [seqs, heads, head_dim] to write into (CUDA graphs, tests)
     launch: dict | None = None,  # tile / num_warps / num_stages overrides (tuning)
+    kv_scales: torch.Tensor | None = None,  # [2, blocks, heads] float32, contiguous: an fp8 cache's
 ) -> torch.Tensor:  # [seqs, heads, head_dim], q's dtype
     """The Triton version of `paged_decode_attention_ref` (which it is tested against). No
     host synchronisation: CUDA graphs capture it."""
@@ -304,8 +324,12 @@ def paged_decode_attention_triton(
         raise ValueError("q must be contiguous in head_dim and kv_cache contiguous")
     if block_tables.stride(-1) != 1 or block_tables.dtype not in (torch.int32, torch.int64):
         raise ValueError("block_tables must be an int32/int64 tensor contiguous in its last dim")
-    if q.dtype != kv_cache.dtype:
+    if (kv_cache.dtype == FP8) != (kv_scales is not None):
+        raise ValueError("an fp8 cache is read with its scales, and only an fp8 cache has scales")
+    if q.dtype != kv_cache.dtype and kv_scales is None:
         raise ValueError(f"q dtype {q.dtype} differs from the cache's {kv_cache.dtype}")
+    if kv_scales is not None and (not kv_scales.is_contiguous() or kv_scales.shape[2] != q.shape[1]):
+        raise ValueError(f"kv_scales must be a contiguous [2, blocks, heads], got {tuple(kv_scales.shape)}")
     num_seqs, heads, dim = q.shape
     if out is None:
         out = torch.empty_like(q, memory_format=torch.contiguous_format)
@@ -331,6 +355,7 @@ def paged_decode_attention_triton(
     _paged_decode_kernel[(num_seqs, heads, num_splits)](
         q,
         kv_cache,
+        kv_scales if kv_scales is not None else part_max,  # (not read unless SCALED)
         block_tables,
         seq_lens,
         out,
@@ -350,10 +375,12 @@ def paged_decode_attention_triton(
         block_tables.stride(0),
         out.stride(0),
         out.stride(1),
+        kv_scales.stride(0) if kv_scales is not None else 0,
         BLOCK_SIZE=block_size,
         BLOCK_D=block_d,
         TILE=tile,
         ONE_SPLIT=one_split,
+        SCALED=kv_scales is not None,
         **launch,
     )
     if not one_split:

@@ -18,8 +18,8 @@ IS_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 triton = tl = None
 if IS_INTERPRETED or torch.cuda.is_available():
     try:
-        import triton
-        import triton.language as tl
+        import triton  # noqa: F401
+        import triton.language as tl  # noqa: F401 (the kernel files take it from here)
     except ImportError:  # the plain install
         pass
 HAS_TRITON = triton is not None

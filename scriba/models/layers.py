@@ -35,7 +35,8 @@ class Attention(nn.Module):
     - CROSS: non-causal; when the step has encoder tokens their K/V are written to the
       cross cache and prefill tokens attend to them; decode tokens read the cross cache.
 
-    `kv_cache` ([2, blocks, block_size, heads, head_dim]) is bound by the model runner.
+    `kv_cache` ([2, blocks, block_size, heads, head_dim]) is bound by the model runner, and for
+    an 8-bit cache its `kv_scales` ([2, blocks, heads], kernels/fp8_kv.py).
     """
 
     def __init__(self, num_heads: int, head_dim: int, attn_type: AttentionType, scale: float | None = None):
@@ -45,6 +46,7 @@ class Attention(nn.Module):
         self.attn_type = attn_type
         self.scale = head_dim**-0.5 if scale is None else scale
         self.kv_cache: torch.Tensor | None = None
+        self.kv_scales: torch.Tensor | None = None
 
     def forward(
         self,
@@ -67,7 +69,7 @@ class Attention(nn.Module):
         num_prefill = meta.num_prefill_tokens
         parts = []  # prefill rows, then decode rows: a step of one kind returns its op's output as is
         if self.attn_type is AttentionType.DECODER:
-            ops.write_kv_cache(k, v, self.kv_cache, meta.slot_mapping)
+            ops.write_kv_cache(k, v, self.kv_cache, meta.slot_mapping, self.kv_scales)
             if num_prefill:
                 cu, n = meta.prefill_cu_seqlens, meta.prefill_max_seqlen
                 qkv = (q[:num_prefill], k[:num_prefill], v[:num_prefill])
@@ -75,7 +77,7 @@ class Attention(nn.Module):
             tables, lens, reads = meta.decode_block_tables, meta.decode_seq_lens, meta.decode_reads
         else:
             if k is not None:
-                ops.write_kv_cache(k, v, self.kv_cache, meta.cross_slot_mapping)
+                ops.write_kv_cache(k, v, self.kv_cache, meta.cross_slot_mapping, self.kv_scales, fit=True)
             if num_prefill:
                 if meta.cross_kv_index is not None:  # a request prefilling several sequences
                     k, v = k[meta.cross_kv_index], v[meta.cross_kv_index]
@@ -95,7 +97,7 @@ class Attention(nn.Module):
             tables, lens, reads = meta.cross_block_tables, meta.cross_seq_lens, meta.cross_reads
         if meta.num_decode_tokens:
             paged = (q[num_prefill:], self.kv_cache, tables, lens, self.scale)
-            parts.append(ops.paged_decode_attention(*paged, reads=reads))
+            parts.append(ops.paged_decode_attention(*paged, reads=reads, kv_scales=self.kv_scales))
         out = parts[0] if len(parts) == 1 else torch.cat(parts)
         return out.flatten(1)
 
