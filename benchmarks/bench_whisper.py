@@ -15,6 +15,8 @@ without them, language "en" (so every system skips detection):
   Scriba default / float32   scriba.transcribe(): its default on this CPU (int8 Linear layers)
                              and the exact mode; the short clips go in one call (one batch)
   Scriba bfloat16-KV         the default with a bfloat16 KV cache (kv_cache_dtype="bfloat16")
+  Scriba fp8-KV / int8-KV    the default with an 8-bit KV cache (kv_cache_dtype="fp8": e4m3
+                             codes, "int8"), a scale per cached vector
   faster-whisper int8        WhisperModel.transcribe, one file at a time (its sequential
                              long-form), and BatchedInferencePipeline (its faster mode: VAD
                              chunks of up to 30 s, batch 8, no timestamp tokens)
@@ -127,7 +129,7 @@ def main(argv=None) -> int:
             for line in run.stdout.splitlines()[2:]:  # its own header left out
                 say(line)
         models = []
-    all_modes = ("default", "int8-torch-encoder", "bfloat16-KV", "float32")
+    all_modes = ("default", "int8-torch-encoder", "bfloat16-KV", "fp8-KV", "int8-KV", "float32")
     modes = [m for m in all_modes if m not in args.skip.split(",")]
     for model in models:
         say(f"\n## {model}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
-_KV_CACHE_DTYPES = (*_DTYPES, "fp8")
+_KV_CACHE_DTYPES = (*_DTYPES, "fp8", "int8")
 _PREEMPTION_MODES = ("recompute", "swap")
 _BACKENDS = ("auto", "torch", "numba", "triton", "cuda")
 _QUANTIZATIONS = ("int8",)  # as scriba.models.quantize.QUANTIZATIONS (config imports no torch)
@@ -49,8 +49,8 @@ class EngineConfig:
     # The KV cache's dtype. "auto": the compute dtype. "bfloat16" under float32 on the CPU: decode
     # attention reads half the bytes, through kernels/cpu_paged_attention.py (1.05-1.31x faster
     # with int8; not the default: it cost the multilingual base one word too many in Spanish).
-    # "fp8": e4m3 with a scale per block and head, fitted at prefill for cross-attention
-    # (kernels/fp8_kv.py): a quarter of float32's bytes, on the CPU or a GPU, any compute dtype.
+    # "fp8" (e4m3) or "int8": 8-bit codes with a scale per cached vector (kernels/kv8.py): a
+    # quarter of float32's bytes, on the CPU or a GPU, under any compute dtype.
     kv_cache_dtype: str = "auto"
     # CPU threads for torch's intra-op pool. None: one per physical core this process may use,
     # within its container's CPU quota (engine/threads.py), unless OMP_NUM_THREADS is set.
@@ -125,14 +125,14 @@ class EngineConfig:
         kv = self.kv_cache_dtype
         if kv not in _KV_CACHE_DTYPES:
             raise ValueError(f"kv_cache_dtype must be one of {_KV_CACHE_DTYPES}, got {kv!r}")
-        if kv not in ("auto", "fp8", self.dtype) and (kv, self.dtype, on_gpu) != (
+        if kv not in ("auto", "fp8", "int8", self.dtype) and (kv, self.dtype, on_gpu) != (
             "bfloat16",
             "float32",
             False,
         ):
             raise ValueError(
                 f"kv_cache_dtype={kv!r} with dtype={self.dtype!r}: the cache is in the compute dtype, "
-                "or bfloat16 under float32 on the CPU, or fp8"
+                "or bfloat16 under float32 on the CPU, or 8-bit (fp8, int8)"
             )
 
     def _check_encoder_runtime(self, on_gpu: bool) -> None:

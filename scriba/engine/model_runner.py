@@ -19,7 +19,7 @@ from scriba.engine.staging import HostStaging
 from scriba.engine.table_rows import TableRows
 from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, get_backend
-from scriba.kernels.fp8_kv import FP8, dequantized, new_kv_scales
+from scriba.kernels.kv8 import dequantized, is_8bit, new_kv_scales
 from scriba.kernels.kv_cache import copy_blocks, new_kv_cache, swap_blocks
 from scriba.kernels.paged_attention import group_context_reads
 
@@ -70,7 +70,7 @@ class ModelRunner:
         self.backend = get_backend(backend, self.device, dtype, self.kv_cache_dtype)
         self.kv_caches: list[torch.Tensor] = []
         self.cpu_caches: list[torch.Tensor] = []
-        self.kv_scales: list[torch.Tensor] = []  # an 8-bit cache's, beside each layer's (fp8_kv.py)
+        self.kv_scales: list[torch.Tensor] = []  # an 8-bit cache's, beside each layer's (kv8.py)
         self.cpu_scales: list[torch.Tensor] = []
         self.graphs: DecodeGraphs | None = None
         self.history = TokenHistory(model.max_decoder_len, self.device)
@@ -89,12 +89,13 @@ class ModelRunner:
         return [new_kv_cache(*block, head_major=head_major, **tensor) for _ in layers]
 
     def new_kv_scales(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
-        """An 8-bit cache's scales, [2, blocks, heads] per layer (kernels/fp8_kv.py); none else."""
-        if self.kv_cache_dtype != FP8:
+        """An 8-bit cache's scales, [2, blocks, block_size, heads] per layer (kernels/kv8.py)."""
+        if not is_8bit(self.kv_cache_dtype):
             return []
         heads = self.model.decoder_attention_layers()[0][0].num_heads
         pin = torch.device(device).type == "cpu" and self.device.type == "cuda" and num_blocks > 0
-        return [new_kv_scales(num_blocks, heads, device, pin) for _ in self.model.decoder_attention_layers()]
+        layers = self.model.decoder_attention_layers()
+        return [new_kv_scales(num_blocks, self.block_size, heads, device, pin) for _ in layers]
 
     def bind_kv_caches(self, caches: list[torch.Tensor], scales: list[torch.Tensor] = ()) -> None:
         scales = list(scales) or [None] * len(caches)
@@ -124,7 +125,7 @@ class ModelRunner:
         layers = model.decoder_attention_layers()
         attn = layers[0][0]
         itemsize = torch.empty((), dtype=dtype).element_size()
-        scales = 2 * attn.num_heads * 4 if dtype == FP8 else 0  # float32 per K and V and head
+        scales = 2 * block_size * attn.num_heads * 4 if is_8bit(dtype) else 0  # a float32 per vector
         return len(layers) * (2 * block_size * attn.num_heads * attn.head_dim * itemsize + scales)
 
     @torch.inference_mode()

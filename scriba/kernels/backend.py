@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from scriba.kernels.fp8_kv import FP8, write_kv_cache_fp8_ref
+from scriba.kernels.kv8 import is_8bit, write_kv_cache_8bit_ref
 from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
 from scriba.kernels.triton_support import HAS_TRITON, require_triton
@@ -31,12 +31,11 @@ class TorchBackend:
     paged_decode_attention = staticmethod(paged_decode_attention_ref)
 
     @staticmethod
-    def write_kv_cache(k, v, kv_cache, slot_mapping, scales=None, fit=False):
-        """K/V to their slots; an 8-bit cache (with its `scales`) through fp8_kv.py, `fit`ting
-        the scales of the blocks a cross-attention prefill fills."""
+    def write_kv_cache(k, v, kv_cache, slot_mapping, scales=None):
+        """K/V to their slots; an 8-bit cache (with its `scales`) through kv8.py."""
         if scales is None:
             return write_kv_cache_ref(k, v, kv_cache, slot_mapping)
-        return write_kv_cache_fp8_ref(k, v, kv_cache, scales, slot_mapping, fit)
+        return write_kv_cache_8bit_ref(k, v, kv_cache, scales, slot_mapping)
 
 
 class NumbaBackend(TorchBackend):
@@ -83,10 +82,10 @@ def get_backend(
 ) -> TorchBackend:
     """ "auto": "cuda" on a GPU with Triton installed, "numba" on the CPU in float32, else
     "torch". A KV cache in another dtype than the compute `dtype` is bfloat16 under float32 on
-    the CPU only, read by "numba", or 8-bit (fp8_kv.py), which every backend reads."""
+    the CPU only, read by "numba", or 8-bit (kv8.py: fp8 or int8), which every backend reads."""
     device = torch.device(device)
     kv_cache_dtype = kv_cache_dtype or dtype
-    if kv_cache_dtype not in (dtype, FP8):
+    if kv_cache_dtype != dtype and not is_8bit(kv_cache_dtype):
         if (kv_cache_dtype, dtype, device.type) != (torch.bfloat16, torch.float32, "cpu"):
             raise ValueError(
                 f"a {kv_cache_dtype} KV cache under {dtype} compute runs only on the CPU "

@@ -16,7 +16,8 @@ A bfloat16 is the top half of a float32: it is widened by shifting its bits up 1
 softmax's exp is 2^k * 2^f, a polynomial for 2^f and k put in a float's exponent bits, which
 vectorizes (numba's own exp is a scalar call per element). The torch path
 (`paged_attention.paged_decode_attention_ref`) is this kernel's oracle. An 8-bit (e4m3) cache is
-read by its own kernel: each byte's value from a 256-entry table, each block times its scale.
+read by its own kernel (fp8 or int8): each code widened to a float32 in the loop, each
+position times its scale.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-from scriba.kernels.fp8_kv import FP8
+from scriba.kernels.kv8 import is_8bit
 from scriba.kernels.paged_attention import check_paged_args
 
 # ln(2)^i / i!, i = 6 .. 1: 2^f's Taylor series, highest power first
@@ -91,7 +92,23 @@ def _as_float32(typingctx, x):
             return builder.bitcast(bits, ir.FloatType())
 
         return types.float32(x), widen
+    if x == types.int8:  # an int8 code: its value (the scale is applied per position)
+        return types.float32(x), lambda context, builder, sig, args: builder.sitofp(args[0], ir.FloatType())
+    if x == types.uint8:  # an e4m3 code's bits (kv8.py never writes its NaN codes)
+        return types.float32(x), _e4m3_to_float32
     return None
+
+
+def _e4m3_to_float32(context, builder, sig, args):
+    """e4m3 bits s eeee mmm -> float32, branch-free (it vectorizes): placed in a float16's bits as
+    s 0eeee mmm0000000, they read as the e4m3 value / 2^8 for normal and subnormal codes alike
+    (the exponent bias 7 against 15), which a float16 -> float32 conversion (F16C) widens."""
+    i16 = ir.IntType(16)
+    bits = builder.zext(args[0], i16)
+    sign = builder.shl(builder.and_(bits, ir.Constant(i16, 0x80)), ir.Constant(i16, 8))
+    rest = builder.shl(builder.and_(bits, ir.Constant(i16, 0x7F)), ir.Constant(i16, 7))
+    half = builder.bitcast(builder.or_(sign, rest), ir.HalfType())
+    return builder.fmul(builder.fpext(half, ir.FloatType()), ir.Constant(ir.FloatType(), 256.0))
 
 
 @numba.njit(fastmath=True, inline="always")
@@ -137,43 +154,45 @@ def _attention_kernel(q, k, v, tables, lengths, block_size, scale, out):
 
 
 @numba.njit(fastmath=True, inline="always")
-def _scores_fp8(query, k, table, n, block_size, block_scales, lut, scores):
-    """_scores over an 8-bit cache: each key byte read through `lut` (e4m3 -> float32), each
-    block's dot products times its scale."""
+def _scores_8bit(query, k, k_scales, h, table, n, block_size, scores):
+    """_scores over an 8-bit cache: each key code widened to a float32 (_as_float32), each
+    position's dot product times its scale (k_scales [slots, heads])."""
     dim = query.shape[0]
     for b in range((n + block_size - 1) // block_size):
-        block, s = k[table[b] * block_size :], block_scales[table[b]]
+        first = table[b] * block_size
+        block = k[first:]
         for j in range(min(block_size, n - b * block_size)):
             acc = np.float32(0.0)
             for d in range(dim):
-                acc += query[d] * lut[block[j, d]]
-            scores[b * block_size + j] = acc * s
+                acc += query[d] * _as_float32(block[j, d])
+            scores[b * block_size + j] = acc * k_scales[first + j, h]
 
 
 @numba.njit(fastmath=True, inline="always")
-def _weighted_values_fp8(weights, v, table, n, block_size, block_scales, lut, acc):
+def _weighted_values_8bit(weights, v, v_scales, h, table, n, block_size, acc):
     dim = acc.shape[0]
     for b in range((n + block_size - 1) // block_size):
-        block, s = v[table[b] * block_size :], block_scales[table[b]]
+        first = table[b] * block_size
+        block = v[first:]
         for j in range(min(block_size, n - b * block_size)):
-            w = weights[b * block_size + j] * s
+            w = weights[b * block_size + j] * v_scales[first + j, h]
             for d in range(dim):
-                acc[d] += w * lut[block[j, d]]
+                acc[d] += w * _as_float32(block[j, d])
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
-def _attention_kernel_fp8(q, k, v, k_scales, v_scales, lut, tables, lengths, block_size, scale, out):
-    """_attention_kernel over an 8-bit cache: k, v [H, slots, D] uint8 (e4m3 bits); k_scales,
-    v_scales [H, blocks] float32; lut [256] float32, each e4m3 byte's value."""
+def _attention_kernel_8bit(q, k, v, k_scales, v_scales, tables, lengths, block_size, scale, out):
+    """_attention_kernel over an 8-bit cache: k, v [H, slots, D] int8 codes, or e4m3 codes as
+    their bits (uint8); k_scales, v_scales [slots, H] float32, each position's scale."""
     rows, heads, dim = q.shape
     for task in numba.prange(rows * heads):
         r, h = task // heads, task % heads
         n = lengths[r]
         scores = np.empty(n, np.float32)
-        _scores_fp8(q[r, h] * scale, k[h], tables[r], n, block_size, k_scales[h], lut, scores)
+        _scores_8bit(q[r, h] * scale, k[h], k_scales, h, tables[r], n, block_size, scores)
         total = _softmax_weights(scores, n)
         acc = np.zeros(dim, np.float32)
-        _weighted_values_fp8(scores, v[h], tables[r], n, block_size, v_scales[h], lut, acc)
+        _weighted_values_8bit(scores, v[h], v_scales, h, tables[r], n, block_size, acc)
         for d in range(dim):
             out[r, h, d] = acc[d] / total
 
@@ -184,17 +203,17 @@ def paged_decode_attention_cpu(
     block_tables: torch.Tensor,  # [seqs, max_blocks] int
     seq_lens: torch.Tensor,  # [seqs] int, >= 1
     scale: float,
-    kv_scales: torch.Tensor | None = None,  # [2, blocks, heads]: an 8-bit cache's scales
+    kv_scales: torch.Tensor | None = None,  # [2, blocks, block_size, heads]: an 8-bit cache's scales
 ) -> torch.Tensor:  # [seqs, heads, head_dim] float32
-    """What `paged_decode_attention_ref` computes, over a float32, bfloat16 or 8-bit (e4m3,
-    with its scales) cache, in float32."""
+    """What `paged_decode_attention_ref` computes, over a float32, bfloat16 or 8-bit (fp8 or
+    int8, with its scales) cache, in float32."""
     check_paged_args(q, kv_cache, block_tables, seq_lens)
     if kv_cache.dtype not in CACHE_DTYPES or q.dtype != torch.float32 or q.device.type != "cpu":
         raise ValueError(
-            f"needs a CPU float32, bfloat16 or fp8 cache and float32 q, got {kv_cache.dtype} and {q.dtype}"
+            f"needs a CPU float32, bfloat16, fp8 or int8 cache and float32 q, got {kv_cache.dtype} and {q.dtype}"
         )
-    if (kv_cache.dtype == FP8) != (kv_scales is not None):
-        raise ValueError("an fp8 cache is read with its scales, and only an fp8 cache has scales")
+    if is_8bit(kv_cache.dtype) != (kv_scales is not None):
+        raise ValueError("an 8-bit cache is read with its scales, and only an 8-bit cache has scales")
     out = torch.empty(q.shape)
     args = _kernel_args(q, kv_cache, block_tables, seq_lens, scale, out)
     # One launch at a time (engines on several threads): each already takes every core, and
@@ -205,21 +224,10 @@ def paged_decode_attention_cpu(
             _attention_kernel(*args)
         else:
             q_np, k, v, *rest = args
-            per_head = [kv_scales[i].t().contiguous().numpy() for i in (0, 1)]  # [heads, blocks]
-            _attention_kernel_fp8(q_np, k, v, *per_head, _fp8_values(), *rest)
+            heads = kv_scales.shape[3]
+            per_slot = [kv_scales[i].view(-1, heads).numpy() for i in (0, 1)]  # [slots, heads], views
+            _attention_kernel_8bit(q_np, k, v, *per_slot, *rest)
     return out
-
-
-def _fp8_values() -> np.ndarray:
-    """[256] float32: the value of each e4m3fn byte (the two NaN codes as 0: never written)."""
-    global _LUT
-    if _LUT is None:
-        values = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(FP8).float()
-        _LUT = torch.nan_to_num(values, nan=0.0).numpy()
-    return _LUT
-
-
-_LUT = None
 
 
 def _kernel_args(q, kv_cache, block_tables, seq_lens, scale: float, out) -> tuple:
@@ -241,11 +249,12 @@ def _kernel_args(q, kv_cache, block_tables, seq_lens, scale: float, out) -> tupl
     )
 
 
-CACHE_DTYPES = {
+CACHE_DTYPES = {  # -> what numba reads
     torch.float32: torch.float32,
     torch.bfloat16: torch.uint16,
-    FP8: torch.uint8,
-}  # -> what numba reads
+    torch.float8_e4m3fn: torch.uint8,
+    torch.int8: torch.int8,
+}
 
 
 _launches = threading.Lock()

@@ -18,8 +18,8 @@ import math
 
 import torch
 
-from scriba.kernels.fp8_kv import FP8, FP8_MAX, write_kv_cache_fp8_ref
 from scriba.kernels.host_pages import zeroed_host_memory
+from scriba.kernels.kv8 import quantize
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
 
 
@@ -82,6 +82,8 @@ if HAS_TRITON:
         cache_ptr,
         slot_ptr,
         scales_ptr,
+        k_scale_ptr,
+        v_scale_ptr,
         num_tokens,
         stride_k_tok,
         stride_k_head,
@@ -91,15 +93,14 @@ if HAS_TRITON:
         stride_scales_kv,
         head_dim,
         heads_x_dim,
-        block_size,
         TOKENS: tl.constexpr,
         BLOCK_HD: tl.constexpr,
-        FP8_SELF: tl.constexpr,
+        SCALED: tl.constexpr,
     ):
         """Each program copies TOKENS tokens' K and V rows (all heads) to their cache slots.
-        Slot -1 is padding (CUDA-graph batches) and writes nothing. FP8_SELF: an 8-bit cache's
-        self-attention write (fp8_kv.py): values clamped to e4m3's range, stored at scale 1,
-        and a block's first slot resets the block's scales to 1."""
+        Slot -1 is padding (CUDA-graph batches) and writes nothing. SCALED: an 8-bit cache
+        (kv8.py): the rows are its codes' bytes, and each token's scales ([tokens, heads]) go to
+        its slot's scales ([2, slots, heads])."""
         token = tl.program_id(0) * TOKENS + tl.arange(0, TOKENS)
         slot = tl.load(slot_ptr + token, mask=token < num_tokens, other=-1).to(tl.int64)
         i = tl.arange(0, BLOCK_HD)
@@ -109,11 +110,15 @@ if HAS_TRITON:
         v = tl.load(v_ptr + token[:, None] * stride_v_tok + (head * stride_v_head + d)[None, :], mask=mask)
         # the cache is contiguous: a slot is heads * dim
         dst = cache_ptr + slot[:, None] * heads_x_dim + i[None, :]
-        if FP8_SELF:  # k, v and the cache are e4m3 bytes here (rounded by torch, as the reference)
-            starts = mask & (slot % block_size == 0)[:, None]
-            at = scales_ptr + (slot // block_size)[:, None] * (heads_x_dim // head_dim) + head[None, :]
-            tl.store(at, tl.full([TOKENS, BLOCK_HD], 1.0, tl.float32), mask=starts)
-            tl.store(at + stride_scales_kv, tl.full([TOKENS, BLOCK_HD], 1.0, tl.float32), mask=starts)
+        if SCALED:
+            heads = heads_x_dim // head_dim
+            first = mask & (d == 0)[None, :]  # one store per (token, head)
+            at = token[:, None] * heads + head[None, :]
+            k_scale = tl.load(k_scale_ptr + at, mask=first)
+            v_scale = tl.load(v_scale_ptr + at, mask=first)
+            to = scales_ptr + slot[:, None] * heads + head[None, :]
+            tl.store(to, k_scale, mask=first)
+            tl.store(to + stride_scales_kv, v_scale, mask=first)
         tl.store(dst, k, mask=mask)
         tl.store(dst + stride_cache_kv, v, mask=mask)
 
@@ -123,17 +128,13 @@ def write_kv_cache_triton(
     v: torch.Tensor,  # [tokens, heads, head_dim]
     kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim], contiguous
     slot_mapping: torch.Tensor,  # [tokens] int; -1 skips the token
-    scales: torch.Tensor | None = None,  # [2, blocks, heads] float32: an 8-bit cache's (fp8_kv.py)
-    fit: bool = False,
+    scales: torch.Tensor | None = None,  # [2, blocks, block_size, heads] float32: an 8-bit cache's (kv8.py)
 ) -> None:
-    """The Triton version of `write_kv_cache_ref` (which it is tested against), and of
-    `write_kv_cache_fp8_ref` for an 8-bit cache's self-attention writes (the decode steps CUDA
-    graphs capture); its cross-attention writes (`fit`, at prefill) go through that torch
-    function."""
+    """The Triton version of `write_kv_cache_ref` and `kv8.write_kv_cache_8bit_ref` (which it is
+    tested against): for an 8-bit cache, the codes and scales computed by kv8.quantize
+    (elementwise torch, which CUDA graphs capture), then written by the kernel."""
     check_write_args(k, v, kv_cache, slot_mapping)
     require_triton(kv_cache.device)
-    if scales is not None and fit:
-        return write_kv_cache_fp8_ref(k, v, kv_cache, scales, slot_mapping, fit=True)
     if k.stride(-1) != 1 or v.stride(-1) != 1:
         raise ValueError("k and v must be contiguous in head_dim")
     if not kv_cache.is_contiguous():
@@ -142,9 +143,10 @@ def write_kv_cache_triton(
         raise ValueError(f"k/v dtype {k.dtype} differs from the cache's {kv_cache.dtype}")
     if k.shape[0] == 0:
         return
-    if scales is not None:  # e4m3 bytes, rounded and clamped as write_kv_cache_fp8_ref does them
-        k, v = (x.float().clamp(-FP8_MAX, FP8_MAX).to(FP8).view(torch.uint8) for x in (k, v))
-        kv_cache = kv_cache.view(torch.uint8)
+    k_scale = v_scale = None
+    if scales is not None:  # the codes' bytes and each token's scales
+        (k, k_scale), (v, v_scale) = quantize(k, kv_cache.dtype), quantize(v, kv_cache.dtype)
+        k, v, kv_cache = k.view(torch.int8), v.view(torch.int8), kv_cache.view(torch.int8)
     heads, dim = kv_cache.shape[3:]
     block_hd = next_power_of_2(heads * dim)
     tokens = max(1, min(16, 8192 // block_hd))  # rows per program: 4 for Whisper large's 1280
@@ -153,7 +155,9 @@ def write_kv_cache_triton(
         v,
         kv_cache,
         slot_mapping,
-        scales if scales is not None else kv_cache,  # (not written unless FP8_SELF)
+        scales if scales is not None else kv_cache,  # (not read or written unless SCALED)
+        k_scale if k_scale is not None else kv_cache,
+        v_scale if v_scale is not None else kv_cache,
         k.shape[0],
         k.stride(0),
         k.stride(1),
@@ -163,10 +167,9 @@ def write_kv_cache_triton(
         scales.stride(0) if scales is not None else 0,
         dim,
         heads * dim,
-        kv_cache.shape[2],
         TOKENS=tokens,
         BLOCK_HD=block_hd,
-        FP8_SELF=scales is not None,
+        SCALED=scales is not None,
     )
 
 

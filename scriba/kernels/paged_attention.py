@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from scriba.kernels.fp8_kv import FP8, dequantized
+from scriba.kernels.kv8 import dequantized, is_8bit
 from scriba.kernels.triton_support import (
     HAS_TRITON,
     IS_INTERPRETED,
@@ -98,7 +98,7 @@ def paged_decode_attention_ref(
     seq_lens: torch.Tensor,  # [seqs] int, >= 1
     scale: float,
     reads: ContextReads | None = None,  # from group_context_reads (the runner's, once a step)
-    kv_scales: torch.Tensor | None = None,  # [2, blocks, heads]: an 8-bit cache's (fp8_kv.py)
+    kv_scales: torch.Tensor | None = None,  # [2, blocks, block_size, heads]: an 8-bit cache's (kv8.py)
 ) -> torch.Tensor:  # [seqs, heads, head_dim]
     """Tables that are runs of consecutive blocks (cross-attention tables are allocated as
     runs) are read in place, a batch of adjacent equal runs per call, with no copy (an 8-bit
@@ -204,7 +204,7 @@ if HAS_TRITON:
     ):
         """Program (seq, head, split) attends q over positions [split * partition, +partition)
         of the sequence; with one split it writes the output, else a partial (max, sum, acc).
-        SCALED: an 8-bit cache, each block's K and V times their scale ([2, blocks, heads])."""
+        SCALED: an 8-bit cache, each position's K and V times their scales (kv8.py)."""
         seq, head, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         seq_len = tl.load(lens_ptr + seq)
         d = tl.arange(0, BLOCK_D)
@@ -231,8 +231,8 @@ if HAS_TRITON:
             )
             kv_mask = valid[:, None] & d_mask[None, :]
             k = tl.load(cache_ptr + row[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
-            if SCALED:
-                scale_at = scales_ptr + block * tl.num_programs(1) + head
+            if SCALED:  # a scale per position and head: [2, blocks, BLOCK_SIZE, heads]
+                scale_at = scales_ptr + (block * BLOCK_SIZE + pos % BLOCK_SIZE) * tl.num_programs(1) + head
                 k = k * tl.load(scale_at, mask=valid, other=0.0)[:, None]
             scores = tl.where(valid, tl.sum(k * q[None, :], 1), float("-inf"))
             new_max = tl.maximum(running_max, tl.max(scores, 0))
@@ -314,7 +314,8 @@ def paged_decode_attention_triton(
     num_splits: int | None = None,  # None: plan_splits
     out: torch.Tensor | None = None,  # [seqs, heads, head_dim] to write into (CUDA graphs, tests)
     launch: dict | None = None,  # tile / num_warps / num_stages overrides (tuning)
-    kv_scales: torch.Tensor | None = None,  # [2, blocks, heads] float32, contiguous: an fp8 cache's
+    kv_scales: torch.Tensor
+    | None = None,  # [2, blocks, block_size, heads] float32, contiguous: an 8-bit cache's
 ) -> torch.Tensor:  # [seqs, heads, head_dim], q's dtype
     """The Triton version of `paged_decode_attention_ref` (which it is tested against). No
     host synchronisation: CUDA graphs capture it."""
@@ -324,12 +325,16 @@ def paged_decode_attention_triton(
         raise ValueError("q must be contiguous in head_dim and kv_cache contiguous")
     if block_tables.stride(-1) != 1 or block_tables.dtype not in (torch.int32, torch.int64):
         raise ValueError("block_tables must be an int32/int64 tensor contiguous in its last dim")
-    if (kv_cache.dtype == FP8) != (kv_scales is not None):
-        raise ValueError("an fp8 cache is read with its scales, and only an fp8 cache has scales")
+    if is_8bit(kv_cache.dtype) != (kv_scales is not None):
+        raise ValueError("an 8-bit cache is read with its scales, and only an 8-bit cache has scales")
     if q.dtype != kv_cache.dtype and kv_scales is None:
         raise ValueError(f"q dtype {q.dtype} differs from the cache's {kv_cache.dtype}")
-    if kv_scales is not None and (not kv_scales.is_contiguous() or kv_scales.shape[2] != q.shape[1]):
-        raise ValueError(f"kv_scales must be a contiguous [2, blocks, heads], got {tuple(kv_scales.shape)}")
+    if kv_scales is not None and (
+        not kv_scales.is_contiguous() or kv_scales.shape[1:] != kv_cache.shape[1:4]
+    ):
+        raise ValueError(
+            f"kv_scales must be a contiguous [2, blocks, block_size, heads], got {tuple(kv_scales.shape)}"
+        )
     num_seqs, heads, dim = q.shape
     if out is None:
         out = torch.empty_like(q, memory_format=torch.contiguous_format)

@@ -217,5 +217,3 @@ def _decode_with_av(handle, sample_rate: int, name: str) -> np.ndarray:
     if not chunks and known and stream.duration > 0:  # a header promising audio, none decoded
         raise _Partial(0.0, float(stream.duration * stream.time_base))
     return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
-
-

@@ -36,7 +36,7 @@ class Attention(nn.Module):
       cross cache and prefill tokens attend to them; decode tokens read the cross cache.
 
     `kv_cache` ([2, blocks, block_size, heads, head_dim]) is bound by the model runner, and for
-    an 8-bit cache its `kv_scales` ([2, blocks, heads], kernels/fp8_kv.py).
+    an 8-bit cache its `kv_scales` ([2, blocks, block_size, heads], kernels/kv8.py).
     """
 
     def __init__(self, num_heads: int, head_dim: int, attn_type: AttentionType, scale: float | None = None):
@@ -77,7 +77,7 @@ class Attention(nn.Module):
             tables, lens, reads = meta.decode_block_tables, meta.decode_seq_lens, meta.decode_reads
         else:
             if k is not None:
-                ops.write_kv_cache(k, v, self.kv_cache, meta.cross_slot_mapping, self.kv_scales, fit=True)
+                ops.write_kv_cache(k, v, self.kv_cache, meta.cross_slot_mapping, self.kv_scales)
             if num_prefill:
                 if meta.cross_kv_index is not None:  # a request prefilling several sequences
                     k, v = k[meta.cross_kv_index], v[meta.cross_kv_index]

@@ -22,7 +22,6 @@ from scriba.summarization.sections import sections, transcript_spans
 __all__ = ["DEFAULT_SUMMARIZER", "summarize", "split_to_fit"]
 
 
-
 def summarize(
     text,
     model: str = DEFAULT_SUMMARIZER,

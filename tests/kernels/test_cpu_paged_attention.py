@@ -93,10 +93,10 @@ def test_kernel_equals_the_torch_path_on_whisper_sized_cross_contexts(dtype):
 def test_kernel_refuses_other_dtypes():
     q = torch.randn(2, 2, 8)
     tables, lens = torch.zeros(2, 1, dtype=torch.int32), torch.ones(2, dtype=torch.int32)
-    with pytest.raises(ValueError, match="float32, bfloat16 or fp8 cache and float32 q"):
+    with pytest.raises(ValueError, match="float32, bfloat16, fp8 or int8 cache and float32 q"):
         paged_decode_attention_cpu(q, new_kv_cache(2, 4, 2, 8, dtype=torch.float16), tables, lens, 1.0)
     cache = new_kv_cache(2, 4, 2, 8, dtype=torch.bfloat16)
-    with pytest.raises(ValueError, match="float32, bfloat16 or fp8 cache and float32 q"):
+    with pytest.raises(ValueError, match="float32, bfloat16, fp8 or int8 cache and float32 q"):
         paged_decode_attention_cpu(q.bfloat16(), cache, tables, lens, 1.0)
 
 

@@ -1,6 +1,7 @@
-"""kv_cache_dtype="fp8" in the engine: against the float cache on tiny random models (greedy
-tokens and their log-probs, within e4m3's rounding), preempted requests (swap, recompute) exactly
-as unpreempted ones, and real speech (the bundled tiny.en on jfk.flac) with the same words."""
+"""8-bit KV caches (kv_cache_dtype "fp8" and "int8") in the engine: against the float cache on
+tiny random models (greedy tokens and their log-probs, within the codes' rounding), preempted
+requests (swap, recompute) exactly as unpreempted ones, and real speech (the bundled tiny.en on
+jfk.flac) with the same words and word times."""
 
 import pytest
 from oracle import JFK, JFK_WORDS, random_prompts, words
@@ -10,20 +11,22 @@ from scriba import Engine, SamplingParams
 from scriba.config import EngineConfig
 
 PARAMS = SamplingParams(max_tokens=16, ignore_eos=True, logprobs=1)
-LOGPROB_TOLERANCE = 0.06  # nats: measured 0.029 on tiny_bart's prompts here
+LOGPROB_TOLERANCE = 0.06  # nats: measured 0.029 (fp8) on tiny_bart's prompts here
+KV8 = ["fp8", "int8"]
 
 
 def greedy(engine, prompts):
     return [(o.outputs[0].token_ids, o.outputs[0].logprobs) for o in engine.generate(prompts, PARAMS)]
 
 
+@pytest.mark.parametrize("kv", KV8)
 @pytest.mark.parametrize("backend", ["torch", "numba"])
-def test_fp8_follows_the_float_cache(tiny_bart, backend):
+def test_8bit_follows_the_float_cache(tiny_bart, backend, kv):
     path, _ = tiny_bart
     prompts = [{"prompt_token_ids": p} for p in random_prompts(8, seed=7, max_len=120)]
     common = dict(device="cpu", dtype="float32", num_kv_blocks=300, attention_backend=backend)
     exact = greedy(Engine(path, **common), prompts)
-    fp8 = greedy(Engine(path, kv_cache_dtype="fp8", **common), prompts)
+    fp8 = greedy(Engine(path, kv_cache_dtype=kv, **common), prompts)
     agreed = total = 0
     for (a, a_lp), (b, b_lp) in zip(exact, fp8):
         for i, (x, y) in enumerate(zip(a, b)):
@@ -35,11 +38,12 @@ def test_fp8_follows_the_float_cache(tiny_bart, backend):
     assert agreed >= 0.9 * total, (agreed, total)
 
 
+@pytest.mark.parametrize("kv", KV8)
 @pytest.mark.parametrize("mode", ["swap", "recompute"])
-def test_preempted_requests_decode_as_unpreempted_ones(tiny_bart, mode):
+def test_preempted_requests_decode_as_unpreempted_ones(tiny_bart, mode, kv):
     path, _ = tiny_bart
     prompts = [{"prompt_token_ids": p} for p in random_prompts(10, seed=3, max_len=150)]
-    settings = dict(device="cpu", dtype="float32", kv_cache_dtype="fp8")
+    settings = dict(device="cpu", dtype="float32", kv_cache_dtype=kv)
     alone = greedy(Engine(path, num_kv_blocks=600, **settings), prompts)
     tight = Engine(path, num_kv_blocks=40, num_cpu_blocks=400, preemption_mode=mode, **settings)
     assert [t for t, _ in greedy(tight, prompts)] == [t for t, _ in alone]
@@ -47,16 +51,18 @@ def test_preempted_requests_decode_as_unpreempted_ones(tiny_bart, mode):
     assert (sched.num_swapped_out if mode == "swap" else sched.num_recomputed) > 0
 
 
-def test_real_speech_keeps_its_words():
+@pytest.mark.parametrize("kv", KV8)
+def test_real_speech_keeps_its_words(kv):
     exact = scriba.transcribe(JFK, word_timestamps=True)
-    fp8 = scriba.transcribe(JFK, kv_cache_dtype="fp8", word_timestamps=True)
+    fp8 = scriba.transcribe(JFK, kv_cache_dtype=kv, word_timestamps=True)
     assert words(fp8.text) == words(exact.text) == JFK_WORDS
     for a, b in zip((w for s in exact.segments for w in s.words), (w for s in fp8.segments for w in s.words)):
         assert a.word == b.word and abs(a.start - b.start) <= 0.1 and abs(a.end - b.end) <= 0.1
 
 
-def test_fp8_is_a_cache_dtype_everywhere():
+def test_8bit_caches_are_cache_dtypes_everywhere():
     assert EngineConfig(device="cpu", kv_cache_dtype="fp8").torch_kv_cache_dtype.itemsize == 1
+    assert EngineConfig(device="cpu", kv_cache_dtype="int8").torch_kv_cache_dtype.is_signed
     assert EngineConfig(device="cpu", quantization="int8", kv_cache_dtype="fp8").kv_cache_dtype == "fp8"
     with pytest.raises(ValueError, match="kv_cache_dtype must be one of"):
         EngineConfig(device="cpu", kv_cache_dtype="int4")
