@@ -167,8 +167,7 @@ def scriba_run(engine: Engine, prompts, new_tokens: int, device) -> tuple[float,
     steps, outputs = [], {}
     while engine.has_unfinished_requests():
         t0 = time.perf_counter()
-        advanced = engine.step()
-        sync(device)
+        advanced = engine.step()  # ends reading a step's tokens: no sync needed (async: a step late)
         elapsed = time.perf_counter() - t0
         for out in advanced:
             outputs[out.request_id] = out
@@ -212,8 +211,9 @@ def profile_decode(engine: Engine, prompts, device, steps: int = 20) -> float:
     ids = [f"profile-{i}" for i in range(len(prompts))]
     for request_id, p in zip(ids, prompts):
         engine.add_request(request_id, p, params)
-    while not all(len(o.outputs[0].token_ids) >= 2 for o in engine.step()):
-        pass  # until a step in which every request decodes
+    outputs = []
+    while not outputs or not all(len(o.outputs[0].token_ids) >= 2 for o in outputs):
+        outputs = engine.step()  # until a step in which every request decodes
     activities = [torch.profiler.ProfilerActivity.CPU]
     if torch.device(device).type == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
@@ -268,7 +268,14 @@ def report(name, batch, new_tokens, scriba, hf, floor, audio_seconds=None) -> No
 
 def run_scriba(args, folder, prompts) -> tuple[float, float, float | None, list[list[int]]]:
     """(wall, decode step, exposed host time or None, tokens); the engine is freed after."""
-    engine = Engine(folder, device=args.device, dtype=args.dtype, max_num_seqs=max(args.batch, 1))
+    engine = Engine(
+        folder,
+        device=args.device,
+        dtype=args.dtype,
+        max_num_seqs=max(args.batch, 1),
+        async_scheduling={"on": True, "off": False}.get(args.async_scheduling),
+        kv_cache_dtype=args.kv_cache_dtype,
+    )
     scriba_run(engine, prompts[: min(4, args.batch)], 4, args.device)  # warm-up
     wall, step, tokens = scriba_run(engine, prompts, args.new_tokens, args.device)
     host = profile_decode(engine, prompts, args.device) if args.profile else None
@@ -309,7 +316,7 @@ def bench_whisper(args, folder, bandwidth) -> None:
     ) / bandwidth
     name = "whisper-large-v3 shape" if not args.tiny else "tiny Whisper"
     report(name, args.batch, args.new_tokens, (s_wall, s_step, host), hf_result, floor, 30.0 * args.batch)
-    del hf
+    hf = run = None  # frees the weights (the closures above read hf)
     free(args.device)
 
 
@@ -342,7 +349,7 @@ def bench_bart(args, folder, bandwidth) -> None:
         hf_result,
         floor,
     )
-    del hf
+    hf = run = None  # frees the weights (the closures above read hf)
     free(args.device)
 
 
@@ -376,6 +383,10 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--profile", action="store_true", help="profile 20 decode steps: kernels, exposed host time"
     )
+    parser.add_argument(
+        "--async-scheduling", choices=["auto", "on", "off"], default="auto", help="auto: on with a GPU"
+    )
+    parser.add_argument("--kv-cache-dtype", default="auto", help="auto (the compute dtype), fp8 or int8")
     parser.add_argument(
         "--skip-transformers", action="store_true", help="Scriba only (its cache does not fit at batch 256)"
     )

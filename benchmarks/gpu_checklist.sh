@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ../shared/GPU.md's checklist in one call on a lent GPU machine: logs and reports under $OUT.
-#   bash benchmarks/gpu_checklist.sh [stage ...]   stages: env kernels engine suite whisper bart tune big
+#   bash benchmarks/gpu_checklist.sh [stage ...]
+#   stages: env kernels engine suite whisper bart tune big sync fp8 big-sync big-fp8
 # Each stage has its own time limit, so one failure or hang leaves the others' results.
 set -u
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
@@ -23,6 +24,10 @@ for stage in $stages; do
     whisper) run whisper 300 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --profile --out "$OUT/gpu_whisper_b64.txt" ;;
     bart) run bart 300 python3 benchmarks/bench_gpu.py --models bart --batch 64 --profile --out "$OUT/gpu_bart_b64.txt" ;;
     tune) run tune 240 python3 benchmarks/tune_paged_decode.py ;;
+    sync) run sync 300 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --skip-transformers --profile --async-scheduling off --out "$OUT/gpu_whisper_b64_sync.txt" ;;
+    fp8) run fp8 300 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --skip-transformers --profile --kv-cache-dtype fp8 --out "$OUT/gpu_whisper_b64_fp8.txt" ;;
+    big-sync) run big-sync 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --async-scheduling off --out "$OUT/gpu_whisper_b256_sync.txt" ;;
+    big-fp8) run big-fp8 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --kv-cache-dtype fp8 --out "$OUT/gpu_whisper_b256_fp8.txt" ;;
     big) run big 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --out "$OUT/gpu_whisper_b256.txt" ;;
   esac
 done

@@ -39,6 +39,11 @@ class EngineConfig:
     max_num_seqs: int | None = None  # decoder sequences per step: 256 on a GPU, 64 on the CPU
     max_num_batched_tokens: int = 16384
     preemption_mode: str = "recompute"
+    # Schedule and pack step k + 1 while step k runs: its sampled tokens feed step k + 1 on the
+    # device and are read back a step later (Engine.step). None: on a GPU only (on the
+    # CPU nothing runs while the host packs, so there is nothing to hide). Steps with beam search
+    # or an n > 1 request's first token are read back at once.
+    async_scheduling: bool | None = None
     # "torch" anywhere; "numba" (its decode attention) on the CPU in float32; "cuda" (flash
     # prefill + Triton) or "triton" on a GPU. "auto": "cuda" on a GPU, "numba" on a float32 CPU.
     attention_backend: str = "auto"
@@ -104,6 +109,8 @@ class EngineConfig:
         self._check_encoder_runtime(on_gpu)
         if self.max_num_seqs is None:
             self.max_num_seqs = 256 if on_gpu else 64
+        if self.async_scheduling is None:
+            self.async_scheduling = on_gpu
         if self.num_cpu_blocks is None and not on_gpu and self.preemption_mode != "swap":
             self.num_cpu_blocks = 0
 

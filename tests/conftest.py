@@ -39,6 +39,20 @@ def tiny_bart(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_bart_eos(tmp_path_factory):
+    """A tiny BART whose EOS is likely enough that beams finish at many lengths, so that the
+    finished-hypothesis ranking and the early-stopping rules are exercised."""
+    from tiny_models import EOS
+
+    path = str(tmp_path_factory.mktemp("tiny-bart-eos"))
+    model = make_tiny_model(path, "bart", seed=5)
+    with torch.no_grad():
+        model.final_logits_bias[0, EOS] = 2.0
+    model.save_pretrained(path)
+    return path, model
+
+
+@pytest.fixture(scope="session")
 def tiny_mbart(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("tiny-mbart"))
     return path, make_tiny_model(path, "mbart", seed=1)

@@ -17,7 +17,7 @@ from scriba.engine.generation_defaults import generation_defaults
 from scriba.engine.host_heap import reuse_freed_memory
 from scriba.engine.inputs import PromptType
 from scriba.engine.memory import cpu_kv_blocks, gpu_kv_blocks
-from scriba.engine.model_runner import ModelRunner
+from scriba.engine.model_runner import LaunchedStep, ModelRunner
 from scriba.engine.output_builder import OutputBuilder
 from scriba.engine.outputs import RequestOutput
 from scriba.engine.request_processing import PreparedRequest, request_processing_for
@@ -75,6 +75,7 @@ class Engine:
         self.scheduler = Scheduler(config, self.block_manager)
         self.generator = torch.Generator(device=config.device).manual_seed(config.seed)
         self.groups: dict[str, SequenceGroup] = {}
+        self.in_flight: LaunchedStep | None = None  # asynchronous scheduling: the step not yet read
         self._request_ids = itertools.count()
 
     def _build_kv_cache(self) -> None:
@@ -185,7 +186,9 @@ class Engine:
     def abort(self, request_id: str | Seq[str]) -> None:
         for rid in [request_id] if isinstance(request_id, str) else request_id:
             if self.groups.pop(rid, None) is not None:
-                self.scheduler.abort(rid)
+                group = self.scheduler.abort(rid)
+                for seq in group.seqs if group is not None else []:
+                    seq.drop_pending()
 
     def _runs_int8_checkpoint(self) -> bool:
         """An int8 checkpoint (CTranslate2 int8*) runs in the int8 mode where it can: on the CPU
@@ -194,38 +197,74 @@ class Engine:
         return bool(self.model.int8_weights) and c.device == "cpu" and c.torch_dtype == torch.float32
 
     def has_unfinished_requests(self) -> bool:
-        return self.scheduler.has_unfinished()
+        return self.scheduler.has_unfinished() or self.in_flight is not None
 
     def step(self) -> list[RequestOutput]:
-        """Run one step; return the outputs of the requests it advanced (and finished)."""
+        """Run one step; return the outputs of the requests whose tokens it read (and finished).
+
+        Under asynchronous scheduling (EngineConfig.async_scheduling) the step launched now is
+        read by the next `step()`: its sequences hold PENDING places meanwhile, and its
+        sampled tokens are the next step's inputs on the device. A step with beam search or
+        an n > 1 request's first token is read at once (the host decides what runs next)."""
         sched = self.scheduler.schedule()
-        results = self.runner.execute(sched, self.block_manager)
-        for group in sched.prefills + sched.decodes:
-            self._apply_samples(group, results.samples)
-            if group.request_id in results.prompt_logprobs:
-                group.prompt_logprob = results.prompt_logprobs[group.request_id]
-        self._cross_attentions(sched.prefills + sched.decodes)
-        self.scheduler.remove_finished()
-        outputs = [self.outputs.build(g) for g in sched.prefills + sched.decodes + sched.aborted]
+        launched = self.runner.launch(sched, self.block_manager, feed=self.in_flight)
+        at_once = not self.config.async_scheduling or any(
+            g.beam is not None or g.needs_fork for g, _ in launched.rows
+        )
+        previous, self.in_flight = self.in_flight, (None if at_once or not launched.rows else launched)
+        if self.in_flight is not None:
+            self._hold_places(launched)
+        groups = self._settle(previous) if previous is not None else []
+        if self.in_flight is None:
+            groups += self._settle(launched)
+        live = [g for g in groups if self.groups.get(g.request_id) is g]  # not aborted meanwhile
+        outputs = [self.outputs.build(g) for g in dict.fromkeys(live + sched.aborted)]
         for out in outputs:
             if out.finished:
                 self.groups.pop(out.request_id, None)
         return outputs
 
-    def _apply_samples(self, group: SequenceGroup, results) -> None:
+    def _hold_places(self, launched) -> None:
+        """Each launched sequence's next token takes its place before it is read; one that
+        reaches a length limit with it is capped (not scheduled again: it ends there)."""
+        for group, seq in launched.rows:
+            seq.append_pending()
+            if seq.num_output_tokens >= group.params.max_tokens or len(seq.token_ids) >= self.max_decoder_len:
+                seq.capped = True
+
+    def _settle(self, launched) -> list[SequenceGroup]:
+        """Read a launched step's results into its sequences; the groups it touched."""
+        results = launched.result()
+        seqs_of: dict[SequenceGroup, list] = {}
+        for group, seq in launched.rows:
+            seqs_of.setdefault(group, []).append(seq)
+        for group, seqs in seqs_of.items():
+            self._apply_samples(group, seqs, results.samples)
+            if group.request_id in results.prompt_logprobs:
+                group.prompt_logprob = results.prompt_logprobs[group.request_id]
+        self._cross_attentions(list(seqs_of))
+        self.scheduler.remove_finished()
+        return list(seqs_of)
+
+    def _apply_samples(self, group: SequenceGroup, seqs: list, results) -> None:
         if group.beam is not None:
             return self._apply_beams(group, results)
-        for seq in group.seqs_with(SequenceStatus.RUNNING):
+        for seq in seqs:
+            if seq.status.is_finished:  # aborted, or (asynchronous) stopped at its previous token
+                continue
             samples = results[seq.seq_id]
             for extra in samples[1:]:  # first step of an n > 1 request: fork the samples
                 child = seq.fork()
                 self.block_manager.fork(seq.seq_id, child.seq_id)
                 child.append(extra.token_id, extra.logprob, extra.top_logprobs)
                 group.seqs.append(child)
-                self._check_stop(group, child)
+                self._check_stop(group, child, extra.token_id)
             first = samples[0]
-            seq.append(first.token_id, first.logprob, first.top_logprobs)
-            self._check_stop(group, seq)
+            if seq.pending:
+                seq.settle(first.token_id, first.logprob, first.top_logprobs)
+            else:
+                seq.append(first.token_id, first.logprob, first.top_logprobs)
+            self._check_stop(group, seq, first.token_id)
 
     def _apply_beams(self, group: SequenceGroup, results) -> None:
         """One beam-search step: the chosen continuations become the running beams; a beam
@@ -275,16 +314,19 @@ class Engine:
             for (_, seq), weights in zip(pairs, self.runner.cross_attentions(requests, positions, heads)):
                 seq.cross_attentions = weights
 
-    def _check_stop(self, group: SequenceGroup, seq) -> None:
-        params, token = group.params, seq.token_ids[-1]
+    def _check_stop(self, group: SequenceGroup, seq, token: int) -> None:
+        """Finish `seq` if `token`, its latest read token, ends it; tokens still pending after
+        it (asynchronous scheduling) are dropped."""
+        params, read = group.params, len(seq.token_ids) - seq.pending
         if token in self.eos_token_ids and not params.ignore_eos:
             seq.status = SequenceStatus.FINISHED_STOPPED
         elif token in params.stop_token_ids:
             seq.status, seq.stop_reason = SequenceStatus.FINISHED_STOPPED, token
-        elif seq.num_output_tokens >= params.max_tokens or len(seq.token_ids) >= self.max_decoder_len:
+        elif read - seq.prompt_len >= params.max_tokens or read >= self.max_decoder_len:
             seq.status = SequenceStatus.FINISHED_LENGTH
         else:
             return
+        seq.drop_pending()
         self.block_manager.free(seq.seq_id)
 
     def generation_defaults(self, task: str | None = None, **overrides) -> SamplingParams:
@@ -322,7 +364,7 @@ class Engine:
         try:
             while pending:
                 outputs = self.step()
-                if not outputs and not self.scheduler.running:
+                if not outputs and not self.scheduler.running and self.in_flight is None:
                     raise RuntimeError(f"the scheduler cannot place requests {sorted(pending)}")
                 for out in outputs:
                     if out.finished and out.request_id in pending:

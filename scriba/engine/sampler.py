@@ -5,7 +5,9 @@ transformers' `output_scores` are under greedy decoding. Sampling draws by the e
 race (argmax of p / E, E ~ Exp(1)), which picks token i with probability p_i: every row's
 noise comes from its request's own generator (seeded requests) or the engine's, so a seeded
 request's draws do not depend on the batch. Everything the host needs (tokens, log-probs,
-ranks, top log-probs, prompt log-probs) comes back in one transfer.
+ranks, top log-probs, prompt log-probs) comes back in one transfer; under asynchronous
+scheduling it is started when the step ends and waited for a step later (`sample_on_device`),
+the sampled tokens feeding the next step on the device meanwhile.
 """
 
 from __future__ import annotations
@@ -49,6 +51,45 @@ def sample(
     """Per row, `num_samples` samples, or for a beam-search row its processed log-probs
     [vocab] (the processors run on log-probs there, as in transformers' beam search); and
     `prompt_logprobs` as floats."""
+    return sample_on_device(logits, rows, history, generator, prompt_logprobs).result()
+
+
+@dataclass
+class DeviceSamples:
+    """A step's samples while they are still on the device: `tokens` [len(owners)] (the next
+    step's inputs, read there without the host), the rest packed for one transfer, started
+    without blocking (into pinned memory beside a GPU) and waited for by `result()`."""
+
+    rows: list[SampleRow]
+    owners: list[int]  # the row of each sample
+    tokens: torch.Tensor | None
+    packed: torch.Tensor | None  # float64: tokens, log-probs, [ranks, top log-probs], prompt log-probs
+    num_top: int
+    num_prompt: int
+    beams: dict[int, torch.Tensor]  # row -> its processed log-probs [vocab]
+    done: Any = None  # the CUDA event the transfer records
+
+    def result(self) -> tuple[list[list[Sample] | torch.Tensor], list[float]]:
+        if self.done is not None:
+            self.done.synchronize()
+        values = self.packed.tolist() if self.packed is not None else []
+        results: list[list[Sample] | torch.Tensor] = [[] for _ in self.rows]
+        for i, processed in self.beams.items():
+            results[i] = processed
+        samples = _unpack(values, self.owners, self.num_top, self.rows)
+        for i, s in zip(self.owners, samples):
+            results[i].append(s)
+        return results, values[len(values) - self.num_prompt :]
+
+
+def sample_on_device(
+    logits: torch.Tensor,
+    rows: list[SampleRow],
+    history: Callable[[], torch.Tensor],
+    generator: torch.Generator | None = None,
+    prompt_logprobs: torch.Tensor | None = None,
+) -> DeviceSamples:
+    """`sample`'s work, its results left on the device (see DeviceSamples)."""
     dev = logits.device
     beam = [i for i, row in enumerate(rows) if row.params.use_beam_search]
     if beam:
@@ -60,17 +101,17 @@ def sample(
         i for i, row in enumerate(rows) if not row.params.use_beam_search for _ in range(row.num_samples)
     ]
     parts, num_top = _picks(logits, rows, owners, generator) if owners else ([], 0)
+    tokens = parts[0].long() if parts else None
     if prompt_logprobs is not None:
         parts.append(prompt_logprobs.double())
-    values = torch.cat(parts).tolist() if parts else []  # the one device -> host transfer
-    results: list[list[Sample] | torch.Tensor] = [[] for _ in rows]
-    if beam:
-        processed = logits[b]
-        for k, i in enumerate(beam):
-            results[i] = processed[k]
-    for k, (i, s) in enumerate(zip(owners, _unpack(values, owners, num_top, rows))):
-        results[i].append(s)
-    return results, values[len(values) - (0 if prompt_logprobs is None else prompt_logprobs.numel()) :]
+    packed, done = (torch.cat(parts), None) if parts else (None, None)
+    if packed is not None and dev.type == "cuda":  # the one transfer, started now
+        host = torch.empty(packed.shape, dtype=packed.dtype, pin_memory=True)
+        packed, done = host.copy_(packed, non_blocking=True), torch.cuda.Event()
+        done.record()
+    beams = dict(zip(beam, logits[b])) if beam else {}
+    num_prompt = 0 if prompt_logprobs is None else prompt_logprobs.numel()
+    return DeviceSamples(rows, owners, tokens, packed, num_top, num_prompt, beams, done)
 
 
 def _picks(logits, rows: list[SampleRow], owners: list[int], generator) -> tuple[list[torch.Tensor], int]:

@@ -25,6 +25,8 @@ class SchedulerOutputs:
     blocks_to_swap_out: list[tuple[int, int]] = field(default_factory=list)  # (device, cpu)
     blocks_to_copy: list[tuple[int, int]] = field(default_factory=list)  # (src, dst), device
     aborted: list[SequenceGroup] = field(default_factory=list)  # could never fit
+    # running groups left out of this step: their pending token is their last (asynchronous)
+    held: list[SequenceGroup] = field(default_factory=list)
 
 
 @dataclass
@@ -77,9 +79,13 @@ class Scheduler:
         self.block_manager.free_cross(group.request_id)
 
     def remove_finished(self) -> None:
-        for group in [g for g in self.running if g.is_finished]:
-            self.running.remove(group)
-            self.free_group(group)
+        """Finished groups leave: running ones, and (asynchronous scheduling) waiting or swapped
+        ones, preempted while their last token was in flight and finished by it. (A preempted
+        group comes back at the next schedule at the earliest, after that token is read.)"""
+        for queue in (self.running, self.waiting, self.swapped):
+            for group in [g for g in queue if g.is_finished]:
+                queue.remove(group)
+                self.free_group(group)
 
     # -- one step --------------------------------------------------------------------------
     def schedule(self) -> SchedulerOutputs:
@@ -90,7 +96,7 @@ class Scheduler:
         step = StepBudget(self.config.max_num_batched_tokens, self.config.max_num_seqs)
         if self._decode_running(out, step) and self._swap_in(out, step):
             self._admit_waiting(out, step)
-        self.running = sorted(out.prefills + out.decodes, key=lambda g: g.arrival)
+        self.running = sorted(out.prefills + out.decodes + out.held, key=lambda g: g.arrival)
         return out
 
     def _decode_running(self, out: SchedulerOutputs, step: StepBudget) -> bool:
@@ -99,7 +105,10 @@ class Scheduler:
         queue, preempted = deque(self.running), False
         while queue:
             group = queue.popleft()
-            seqs = group.seqs_with(SequenceStatus.RUNNING)
+            seqs = [s for s in group.seqs_with(SequenceStatus.RUNNING) if not s.capped]
+            if not seqs:  # its last tokens reach a length limit, still pending (asynchronous)
+                out.held.append(group)
+                continue
             lengths = {s.seq_id: len(s.token_ids) for s in seqs}
             while not self.block_manager.can_append_slots(lengths):
                 preempted = True

@@ -25,6 +25,9 @@ class SequenceStatus(enum.Enum):
 
 
 _seq_ids = itertools.count()
+# A token sampled on the device and not yet read back (asynchronous scheduling): it holds its
+# place (lengths, positions, slots count it) until the step that sampled it is settled.
+PENDING = -2
 
 
 class Sequence:
@@ -42,10 +45,13 @@ class Sequence:
         # [heads, generated tokens, encoder positions]: the asked heads' cross-attention weights,
         # computed once the sequence finishes (SamplingParams.cross_attention_heads)
         self.cross_attentions = None
+        self.pending = 0  # PENDING tokens at the end (asynchronous scheduling: at most 2)
+        self.capped = False  # its pending token reaches a length limit: it is not scheduled again
 
     @property
     def output_token_ids(self) -> list[int]:
-        return self.token_ids[self.prompt_len :]
+        """What it generated, but for the tokens still pending."""
+        return self.token_ids[self.prompt_len : len(self.token_ids) - self.pending]
 
     @property
     def num_output_tokens(self) -> int:
@@ -53,6 +59,25 @@ class Sequence:
 
     def append(self, token_id: int, logprob: float, top: dict[int, Logprob] | None) -> None:
         self.token_ids.append(token_id)
+        self._record(logprob, top)
+
+    def append_pending(self) -> None:
+        """A token was sampled on the device for it: its place is taken now, its value later."""
+        self.token_ids.append(PENDING)
+        self.pending += 1
+
+    def settle(self, token_id: int, logprob: float, top: dict[int, Logprob] | None) -> None:
+        """The earliest pending token's value, read back."""
+        self.token_ids[len(self.token_ids) - self.pending] = token_id
+        self.pending -= 1
+        self._record(logprob, top)
+
+    def drop_pending(self) -> None:
+        """It finished (or was aborted) before its pending tokens were read: they never were."""
+        del self.token_ids[len(self.token_ids) - self.pending :]
+        self.pending, self.capped = 0, False
+
+    def _record(self, logprob: float, top: dict[int, Logprob] | None) -> None:
         self.token_logprobs.append(logprob)
         self.cumulative_logprob += logprob
         if top is not None:

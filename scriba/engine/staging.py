@@ -6,8 +6,9 @@ copy is asynchronous) and moves the buffer with one non-blocking host-to-device 
 returned tensors are views of one device buffer. On the CPU nothing moves: the arrays are
 wrapped as they are.
 
-Reusing the host buffer is safe because every step ends in a device-to-host transfer (the
-sampled tokens) on the same stream, which waits for the copy.
+Two host buffers take turns: under asynchronous scheduling the host packs step k + 1 while
+step k runs, and reuses step k - 1's buffer only after waiting for that step's results (a
+device-to-host transfer on the same stream, after the copy).
 """
 
 from __future__ import annotations
@@ -24,31 +25,33 @@ class HostStaging:
         turn it on to check the layout on the CPU)."""
         self.device = torch.device(device)
         self.copies = 0  # host-to-device copies made, over the runner's life
-        self.host = self.dev = None
+        self.hosts: list[torch.Tensor] = []
+        self.dev = None
         if buffered if buffered is not None else self.device.type != "cpu":
             self._grow(capacity)
 
     def _grow(self, nbytes: int) -> None:
         size = 1 << max(nbytes - 1, 1).bit_length()
         pin = self.device.type == "cuda"
-        self.host = torch.empty(size, dtype=torch.uint8, pin_memory=pin)
+        self.hosts = [torch.empty(size, dtype=torch.uint8, pin_memory=pin) for _ in range(2)]
         self.dev = torch.empty(size, dtype=torch.uint8, device=self.device)
 
     def upload(self, arrays: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
         """{name: 1-D or 2-D int32/int64 array} -> {name: the same values on the device}."""
-        if self.host is None:
+        if not self.hosts:
             return {name: torch.from_numpy(np.ascontiguousarray(a)) for name, a in arrays.items()}
         offsets, end = {}, 0
         for name, a in arrays.items():
             offsets[name] = end
             end += -(-a.nbytes // _ALIGN) * _ALIGN
-        if end > self.host.numel():
+        if end > self.dev.numel():
             self._grow(end)
-        host = self.host.numpy()
+        buffer = self.hosts[self.copies % 2]
+        host = buffer.numpy()
         for name, a in arrays.items():
             start = offsets[name]
             host[start : start + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
-        self.dev[:end].copy_(self.host[:end], non_blocking=True)
+        self.dev[:end].copy_(buffer[:end], non_blocking=True)
         self.copies += 1
         return {name: self._view(offsets[name], a) for name, a in arrays.items()}
 

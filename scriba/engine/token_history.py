@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from scriba.engine.sequence import PENDING
+
 PAD = -1  # positions past a sequence's length
 
 
@@ -21,11 +23,15 @@ class TokenHistory:
         self.slot_of: dict[int, int] = {}  # seq id -> row of the buffer
         self.known: dict[int, int] = {}  # seq id -> tokens written so far
 
-    def rows(self, seqs: list[tuple[int, list[int]]]) -> tuple[torch.Tensor, int]:
+    def rows(
+        self, seqs: list[tuple[int, list[int]]], late: tuple[torch.Tensor, dict[int, int]] | None = None
+    ) -> tuple[torch.Tensor, int]:
         """Sync the step's sequences ((seq id, tokens) in row order) and return their tokens
-        [rows, width] (PAD past each length) and the width (the longest length)."""
+        [rows, width] (PAD past each length) and the width (the longest length). A PENDING
+        token (asynchronous scheduling) is read on the device: `late` = (tokens, seq id -> its
+        index there), the previous step's samples."""
         self._release({sid for sid, _ in seqs})
-        slots, positions, values = [], [], []
+        slots, positions, values, late_at = [], [], [], []
         for seq_id, tokens in seqs:
             slot = self._slot(seq_id)
             known = self.known[seq_id]
@@ -33,6 +39,9 @@ class TokenHistory:
                 self.buffer[slot].fill_(PAD)
                 known = 0
             for pos in range(known, len(tokens)):
+                if tokens[pos] == PENDING:
+                    late_at.append((slot, pos, late[1][seq_id]))
+                    continue
                 slots.append(slot)
                 positions.append(pos)
                 values.append(tokens[pos])
@@ -40,6 +49,9 @@ class TokenHistory:
         if values:
             index = (torch.tensor(slots, device=self.device), torch.tensor(positions, device=self.device))
             self.buffer.index_put_(index, torch.tensor(values, device=self.device))
+        if late_at:
+            at = torch.tensor(late_at, device=self.device).T  # [3, k]: slot, position, sample
+            self.buffer.index_put_((at[0], at[1]), late[0][at[2]])
         width = max((len(t) for _, t in seqs), default=0)
         order = torch.tensor([self.slot_of[sid] for sid, _ in seqs], device=self.device)
         return self.buffer[order, :width], width

@@ -8,20 +8,6 @@ from tiny_models import EOS, PAD
 from scriba import Engine, SamplingParams
 
 
-@pytest.fixture(scope="module")
-def tiny_bart_eos(tmp_path_factory):
-    """A tiny BART whose EOS is likely enough that beams finish at many lengths, so that the
-    finished-hypothesis ranking and the early-stopping rules are exercised."""
-    from tiny_models import make_tiny_model
-
-    path = str(tmp_path_factory.mktemp("tiny-bart-eos"))
-    model = make_tiny_model(path, "bart", seed=5)
-    with torch.no_grad():
-        model.final_logits_bias[0, EOS] = 2.0
-    model.save_pretrained(path)
-    return path, model
-
-
 # beam width, length penalty, early stopping, no-repeat n-gram, return sequences, min / max new tokens
 SETTINGS = [
     dict(

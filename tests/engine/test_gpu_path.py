@@ -20,8 +20,9 @@ def token_ids(outputs):
     return [o.outputs[0].token_ids for o in outputs]
 
 
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("graphs", [False, True], ids=["eager", "graph-buffers"])
-def test_bart_triton_path_matches_transformers(tiny_bart, graphs):
+def test_bart_triton_path_matches_transformers(tiny_bart, graphs, asynchronous):
     path, hf = tiny_bart
     prompts = random_prompts(5, seed=3, max_len=60)
     limits = [16, 5, 11, 2, 16]  # sequences leave the batch at different steps
@@ -30,7 +31,13 @@ def test_bart_triton_path_matches_transformers(tiny_bart, graphs):
         for gen, n in zip((gen for gen, _ in hf_generate(hf, prompts, [2, 0], max_new_tokens=16)), limits)
     ]
     engine = Engine(
-        path, device=DEVICE, dtype="float32", attention_backend=BACKEND, num_kv_blocks=200, cuda_graphs=graphs
+        path,
+        device=DEVICE,
+        dtype="float32",
+        attention_backend=BACKEND,
+        num_kv_blocks=200,
+        cuda_graphs=graphs,
+        async_scheduling=asynchronous,
     )
     if graphs and DEVICE == "cpu":  # 5 sequences, then fewer, padded up to buckets of 8 and 4
         engine.runner.capture_decode_graphs(max_batch=8, max_self_blocks=8, max_cross_blocks=8, capture=False)
@@ -97,9 +104,11 @@ def test_backend_choice():
         get_backend("auto", "cpu", torch.float16, torch.bfloat16)
 
 
-def test_step_inputs_move_in_one_copy_per_step(tiny_bart):
-    """Every step's integer inputs go to the device in one copy of one staging buffer (forced
-    on here on the CPU, where it is otherwise skipped); tokens still equal transformers'."""
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_step_inputs_move_in_one_copy_per_step(tiny_bart, asynchronous):
+    """Every step's integer inputs go to the device in one copy of a staging buffer (forced
+    on here on the CPU, where it is otherwise skipped; two buffers take turns for
+    asynchronous scheduling); tokens still equal transformers'."""
     from scriba.engine.staging import HostStaging
 
     path, hf = tiny_bart
@@ -109,14 +118,28 @@ def test_step_inputs_move_in_one_copy_per_step(tiny_bart):
         gen[:n]
         for gen, n in zip((gen for gen, _ in hf_generate(hf, prompts, [2, 0], max_new_tokens=12)), limits)
     ]
-    engine = Engine(path, device=DEVICE, dtype="float32", num_kv_blocks=200, max_num_batched_tokens=120)
+    engine = Engine(
+        path,
+        device=DEVICE,
+        dtype="float32",
+        num_kv_blocks=200,
+        max_num_batched_tokens=120,
+        async_scheduling=asynchronous,
+    )
     engine.runner.staging = HostStaging(DEVICE, capacity=64, buffered=True)
-    steps = 0
+    launch, steps = engine.runner.launch, 0
+
+    def counted(*args, **kwargs):
+        nonlocal steps
+        launched = launch(*args, **kwargs)
+        steps += bool(launched.rows)
+        return launched
+
+    engine.runner.launch = counted
     for i, (p, n) in enumerate(zip(prompts, limits)):
         engine.add_request(str(i), {"prompt_token_ids": p}, SamplingParams(max_tokens=n))
     outputs = {}
     while engine.has_unfinished_requests():
         outputs.update((o.request_id, o) for o in engine.step())
-        steps += 1
     assert engine.runner.staging.copies == steps
     assert [outputs[str(i)].outputs[0].token_ids for i in range(6)] == expected

@@ -33,10 +33,10 @@ def test_a_failing_request_fails_alone(loop, monkeypatch):
     poisoned = futures[3].request_id
     real = loop.engine._apply_samples
 
-    def failing(group, results):
+    def failing(group, seqs, results):
         if group.request_id == poisoned:
             raise RuntimeError("injected failure")
-        return real(group, results)
+        return real(group, seqs, results)
 
     monkeypatch.setattr(loop.engine, "_apply_samples", failing)
     with pytest.raises(RuntimeError, match="injected failure"):

@@ -261,3 +261,18 @@ def test_beam_size_five_uses_beam_search():
     assert all(-1.0 < s.avg_logprob < 0 for s in result.segments)
     with pytest.raises(ValueError, match="beam_size must be a positive integer"):
         scriba.transcribe(JFK, beam_size=0)
+
+
+def test_async_scheduling_gives_the_same_transcript(jfk):
+    """Steps launched on tokens the host has not read yet (EngineConfig.async_scheduling, the
+    GPU's default) change nothing: segments, words and their times, a sampled retry."""
+    rng = np.random.default_rng(1)
+    parts = []
+    for _ in range(4):
+        parts += [jfk, np.zeros(int(16000 * rng.uniform(0.3, 1.5)), np.float32)]
+    audio = (np.concatenate(parts + [jfk, jfk[: 16000 * 3], jfk]), 16000)
+    runs = [scriba.transcribe(audio, word_timestamps=True, async_scheduling=a) for a in (False, True)]
+    sync, fed = ([(s.text, s.start, s.end, s.temperature) for s in r.segments] for r in runs)
+    assert fed == sync and {t for *_, t in sync} != {0.0}  # a window fell back to sampling
+    words = [[(w.word, w.start, w.end) for s in r.segments for w in s.words] for r in runs]
+    assert words[1] == words[0] and len(words[0]) > 100
