@@ -74,7 +74,9 @@ def pack_in_background(layers: list[RowScaledLinear]) -> None:
             except Exception as e:  # raised where the layer is first used
                 future.set_exception(e)
 
-    threading.Thread(target=pack, name="scriba-int8-packing", daemon=True).start()
+    # Not a daemon: a process that exits while fbgemm packs would abort ("terminate called
+    # without an active exception"); exit waits for the packing instead (under a second).
+    threading.Thread(target=pack, name="scriba-int8-packing").start()
 
 
 def per_channel_int8(weight: torch.Tensor, int8: tuple | None = None) -> tuple[torch.Tensor, torch.Tensor]:

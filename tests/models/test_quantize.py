@@ -137,3 +137,18 @@ def test_reduced_precision_tiny_en_transcribes_jfk(mode):
 def test_bad_quantization_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
         EngineConfig(device="cpu", **options)
+
+
+def test_a_process_may_exit_while_int8_weights_pack():
+    """The bundled model's engine, then an immediate exit: the background packing (in C++)
+    must not abort the process (a daemon thread did: 'terminate called', status 134)."""
+    import subprocess
+    import sys
+
+    script = (
+        "from scriba.runtime.loops import get_loop\n"
+        "from scriba.transcription.engine_settings import speech_config\n"
+        "get_loop(None, **speech_config({}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-500:]
