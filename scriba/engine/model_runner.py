@@ -147,6 +147,10 @@ class ModelRunner:
         self.cpu_scales = self.new_kv_scales(num_cpu_blocks, "cpu")
         self.bind_kv_caches(self.kv_caches, self.kv_scales)
 
+    def load_kernels(self) -> None:
+        """The backend's compiled kernels for this cache, loaded ahead of the first step."""
+        self.backend.load_kernels(self.kv_caches[0], self.kv_scales[0] if self.kv_scales else None)
+
     def capture_decode_graphs(
         self, max_batch: int, max_self_blocks: int, max_cross_blocks: int, capture: bool = True
     ) -> None:

@@ -58,6 +58,10 @@ class RequestProcessing:
     def read_prompt(self, prompt: PromptType) -> EncoderDecoderInputs:
         return self.inputs.read(prompt)
 
+    def load_kernels(self, device) -> None:
+        """Load the compiled kernels of the family's own logits rules for logits (float32) on
+        this device (a torch.device) ahead of the first step (Engine._preload_kernels); none here."""
+
     def annotate(
         self, inputs: EncoderDecoderInputs, seq: Any, prompt_logprob: float | None
     ) -> Annotations | None:

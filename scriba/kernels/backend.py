@@ -31,6 +31,10 @@ class TorchBackend:
     paged_decode_attention = staticmethod(paged_decode_attention_ref)
 
     @staticmethod
+    def load_kernels(kv_cache, kv_scales=None) -> None:
+        """Load the compiled kernels that read this cache ahead of the first step (none here)."""
+
+    @staticmethod
     def write_kv_cache(k, v, kv_cache, slot_mapping, scales=None):
         """K/V to their slots; an 8-bit cache (with its `scales`) through kv8.py."""
         if scales is None:
@@ -51,6 +55,12 @@ class NumbaBackend(TorchBackend):
         from scriba.kernels.cpu_paged_attention import paged_decode_attention_cpu
 
         return paged_decode_attention_cpu(q, kv_cache, block_tables, seq_lens, scale, kv_scales)
+
+    @staticmethod
+    def load_kernels(kv_cache, kv_scales=None) -> None:
+        from scriba.kernels.cpu_paged_attention import load_kernel
+
+        load_kernel(kv_cache, kv_scales)
 
 
 class TritonBackend(TorchBackend):

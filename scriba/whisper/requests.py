@@ -106,6 +106,12 @@ class WhisperRequestProcessing(RequestProcessing):
             request.prompt_logprob_query = PromptLogprobQuery(sot, tokens.no_speech)
         return request
 
+    def load_kernels(self, device) -> None:
+        if device.type == "cpu":  # the timestamp rules' compiled pass (logits_rules.py)
+            from scriba.whisper.timestamp_rules_cpu import load_kernel
+
+            load_kernel()
+
     def read_prompt(self, prompt: PromptType) -> EncoderDecoderInputs:
         if not is_audio_prompt(prompt):
             raise ValueError("this model transcribes audio: give {'audio': ...}")
