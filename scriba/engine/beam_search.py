@@ -5,10 +5,10 @@ adds the beams' running scores, and keeps the best 2k continuations (k = beam wi
 best k that did not stop become the next running beams; those among the first k that stopped
 (EOS or the length limit) become finished hypotheses, scored sum / length ** length_penalty,
 and the best round(k * patience) finished are kept (patience 1: transformers' k; more, as in
-CTranslate2's beam search, searches on until that many are found). The search ends when no running beam can beat the worst
-finished one (the early-stopping heuristic), when k hypotheses are finished with
-`early_stopping=True`, or when every continuation stopped. Scores are float32 tensors and the
-selections use `torch.topk` in transformers' order, so ties break the same way.
+CTranslate2's beam search, searches on until that many are found). The search ends when no
+running beam can beat the worst finished one (the early-stopping heuristic), when k hypotheses
+are finished with `early_stopping=True`, or when every continuation stopped. Scores are float32
+tensors and the selections use `torch.topk` in transformers' order, so ties break the same way.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
-import threading
 import time
 from collections.abc import Sequence as Seq
 
@@ -17,6 +15,7 @@ from scriba.engine.block_manager import BlockManager, blocks_for
 from scriba.engine.generation_defaults import generation_defaults
 from scriba.engine.host_heap import reuse_freed_memory
 from scriba.engine.inputs import PromptType
+from scriba.engine.kernel_preload import preload_kernels
 from scriba.engine.memory import cpu_kv_blocks, gpu_kv_blocks
 from scriba.engine.model_runner import LaunchedStep, ModelRunner
 from scriba.engine.output_builder import OutputBuilder
@@ -25,7 +24,7 @@ from scriba.engine.request_processing import PreparedRequest, request_processing
 from scriba.engine.sampling_params import SamplingParams
 from scriba.engine.scheduler import Scheduler
 from scriba.engine.sequence import SequenceGroup, SequenceStatus
-from scriba.engine.threads import inference_threads
+from scriba.engine.threads import set_cpu_threads
 from scriba.engine.tokenizer import load_tokenizer
 from scriba.models import default_model_path, load_model
 from scriba.models.quantize import quantize_int8
@@ -45,7 +44,7 @@ class Engine:
     def __init__(self, model: str | None = None, **kwargs):
         self.config = config = EngineConfig(model=model, **kwargs)  # bad options fail first
         if config.device == "cpu":
-            _set_cpu_threads(config)
+            set_cpu_threads(config)
         if model is None:  # the offline default: the bundled tiny.en
             model = config.model = default_model_path()
         self.model, self.model_path = load_model(model, config.device, config.torch_dtype, config.revision)
@@ -78,21 +77,8 @@ class Engine:
         self.groups: dict[str, SequenceGroup] = {}
         self.in_flight: LaunchedStep | None = None  # asynchronous scheduling: the step not yet read
         self._request_ids = itertools.count()
-        self._preload_kernels()
-
-    def _preload_kernels(self) -> None:
-        """Load the first step's compiled kernels (numba's on the CPU: 0.3-0.4 s in a fresh
-        process, most of it numba's own start) on a thread of their own, while the first
-        request's input is read and encoded. Not a daemon: exiting mid-load must not abort."""
-
-        def load() -> None:
-            try:
-                self.runner.load_kernels()
-                self.request_processing.load_kernels(self.runner.device)
-            except Exception as e:  # the first step then loads them itself, and says why not
-                logger.warning("preloading the compiled kernels failed: %s", e)
-
-        threading.Thread(target=load, name="scriba-kernel-preload").start()
+        # the first step's compiled kernels load while the first request is read
+        preload_kernels(self.runner, self.request_processing)
 
     def _build_kv_cache(self) -> None:
         """Size the KV pools (from memory unless given), allocate them, capture decode graphs."""
@@ -399,14 +385,3 @@ def _progress(total: int):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc="requests", unit="req")
-
-
-def _set_cpu_threads(config) -> None:
-    """torch's intra-op threads: `num_threads`, else one per usable physical core; an explicit
-    OMP_NUM_THREADS is the user's choice and is kept."""
-    if config.num_threads is None and "OMP_NUM_THREADS" in os.environ:
-        config.num_threads = torch.get_num_threads()
-        return
-    config.num_threads = config.num_threads or inference_threads()
-    if torch.get_num_threads() != config.num_threads:
-        torch.set_num_threads(config.num_threads)

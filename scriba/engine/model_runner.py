@@ -34,7 +34,7 @@ from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, get_backend
 from scriba.kernels.kv8 import is_8bit, new_kv_scales
 from scriba.kernels.kv_cache import copy_blocks, new_kv_cache, swap_blocks
-from scriba.kernels.paged_attention import group_context_reads
+from scriba.kernels.context_reads import group_context_reads
 
 if TYPE_CHECKING:
     from scriba.engine.block_manager import BlockManager

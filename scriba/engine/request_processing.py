@@ -60,7 +60,7 @@ class RequestProcessing:
 
     def load_kernels(self, device) -> None:
         """Load the compiled kernels of the family's own logits rules for logits (float32) on
-        this device (a torch.device) ahead of the first step (Engine._preload_kernels); none here."""
+        this device (a torch.device) ahead of the first step (engine/kernel_preload.py); none here."""
 
     def annotate(
         self, inputs: EncoderDecoderInputs, seq: Any, prompt_logprob: float | None

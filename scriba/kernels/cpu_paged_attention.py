@@ -210,7 +210,8 @@ def paged_decode_attention_cpu(
     check_paged_args(q, kv_cache, block_tables, seq_lens)
     if kv_cache.dtype not in CACHE_DTYPES or q.dtype != torch.float32 or q.device.type != "cpu":
         raise ValueError(
-            f"needs a CPU float32, bfloat16, fp8 or int8 cache and float32 q, got {kv_cache.dtype} and {q.dtype}"
+            "needs a CPU float32, bfloat16, fp8 or int8 cache and float32 q, "
+            f"got {kv_cache.dtype} and {q.dtype}"
         )
     if is_8bit(kv_cache.dtype) != (kv_scales is not None):
         raise ValueError("an 8-bit cache is read with its scales, and only an 8-bit cache has scales")
@@ -233,7 +234,7 @@ def paged_decode_attention_cpu(
 def load_kernel(kv_cache: torch.Tensor, kv_scales: torch.Tensor | None = None) -> None:
     """Load (from numba's cache, else compile) the kernel that reads this cache, without running
     it: what a first decode step would do (0.3-0.4 s on a fresh process, most of it numba's own
-    start), done ahead on another thread (Engine._preload_kernels)."""
+    start), done ahead on another thread (engine/kernel_preload.py)."""
     heads, dim = kv_cache.shape[3:]
     q = torch.zeros(1, heads, dim)
     one = torch.ones(1, 1, dtype=torch.int32)

@@ -43,7 +43,7 @@ class AttentionMetadata:
     cross_max_seqlen_k: int
     cross_block_tables: torch.Tensor | None  # [num_decode_seqs, max_cross_blocks]
     cross_seq_lens: torch.Tensor | None  # [num_decode_seqs], encoder lengths
-    # How the torch path reads the paged contexts (see paged_attention.group_context_reads),
+    # How the torch path reads the paged contexts (see context_reads.group_context_reads),
     # grouped once per step on the host; None: grouped by the op itself, or not needed (Triton).
     decode_reads: Any = None
     cross_reads: Any = None

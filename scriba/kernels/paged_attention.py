@@ -9,11 +9,11 @@ path and the kernel's oracle.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
+from scriba.kernels.context_reads import ContextReads, RunBatch, group_context_reads
 from scriba.kernels.kv8 import dequantized, is_8bit
 from scriba.kernels.triton_support import (
     HAS_TRITON,
@@ -37,58 +37,6 @@ def check_paged_args(
             f"block_tables {tuple(block_tables.shape)} / seq_lens {tuple(seq_lens.shape)} "
             f"do not match {q.shape[0]} seqs"
         )
-
-
-# A table of at least this many consecutive blocks is read in place; shorter or scattered
-# tables are gathered together and attended in one batched call.
-MIN_BLOCKS_IN_PLACE = 8
-
-
-@dataclass
-class RunBatch:
-    """Sequences whose tables are adjacent runs of equal length: blocks [first, first +
-    num_runs * run_blocks) of the cache, read in place as one batch [num_runs, run_blocks]."""
-
-    first: int
-    run_blocks: int
-    queries: list[list[int]]  # per run, the query rows that read it (beams share a run)
-    lengths: list[int]  # per run, its context length
-
-
-@dataclass
-class ContextReads:
-    """How the torch path reads a step's paged contexts: batches of runs, read in place, and
-    the remaining rows, gathered into one padded batch."""
-
-    batches: list[RunBatch]
-    gathered: list[int]
-
-
-def group_context_reads(tables: list[list[int]], lengths: list[int], block_size: int) -> ContextReads:
-    """Rows sharing a table (the same run) become one run with several queries; runs of
-    equal length that follow each other in the cache go into one batch."""
-    runs: dict[tuple[int, int, int], list[int]] = {}  # (first block, blocks, length) -> rows
-    gathered = []
-    for row, (table, n) in enumerate(zip(tables, lengths)):
-        blocks = table[: -(-n // block_size)]
-        first = blocks[0]
-        if (
-            len(blocks) >= MIN_BLOCKS_IN_PLACE
-            and blocks[-1] - first == len(blocks) - 1
-            and blocks == list(range(first, first + len(blocks)))
-        ):
-            runs.setdefault((first, len(blocks), n), []).append(row)
-        else:
-            gathered.append(row)
-    batches: list[RunBatch] = []
-    for first, count, n in sorted(runs):
-        last = batches[-1] if batches else None
-        if last and last.run_blocks == count and last.first + len(last.queries) * count == first:
-            last.queries.append(runs[first, count, n])
-            last.lengths.append(n)
-        else:
-            batches.append(RunBatch(first, count, [runs[first, count, n]], [n]))
-    return ContextReads(batches, gathered)
 
 
 def paged_decode_attention_ref(
@@ -305,20 +253,8 @@ def plan_splits(num_seqs: int, num_heads: int, max_context: int, tile: int) -> t
     return partition, math.ceil(max_context / partition)
 
 
-def paged_decode_attention_triton(
-    q: torch.Tensor,  # [seqs, heads, head_dim], last dim contiguous
-    kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim], contiguous
-    block_tables: torch.Tensor,  # [seqs, max_blocks] int32
-    seq_lens: torch.Tensor,  # [seqs] int32, each in [1, max_blocks * block_size]
-    scale: float,
-    num_splits: int | None = None,  # None: plan_splits
-    out: torch.Tensor | None = None,  # [seqs, heads, head_dim] to write into (CUDA graphs, tests)
-    launch: dict | None = None,  # tile / num_warps / num_stages overrides (tuning)
-    kv_scales: torch.Tensor
-    | None = None,  # [2, blocks, block_size, heads] float32, contiguous: an 8-bit cache's
-) -> torch.Tensor:  # [seqs, heads, head_dim], q's dtype
-    """The Triton version of `paged_decode_attention_ref` (which it is tested against). No
-    host synchronisation: CUDA graphs capture it."""
+def _check_triton_args(q, kv_cache, block_tables, seq_lens, kv_scales) -> None:
+    """What the Triton kernel assumes of its arguments, beyond `check_paged_args`."""
     check_paged_args(q, kv_cache, block_tables, seq_lens)
     require_triton(q.device)
     if q.stride(-1) != 1 or not kv_cache.is_contiguous():
@@ -335,6 +271,23 @@ def paged_decode_attention_triton(
         raise ValueError(
             f"kv_scales must be a contiguous [2, blocks, block_size, heads], got {tuple(kv_scales.shape)}"
         )
+
+
+def paged_decode_attention_triton(
+    q: torch.Tensor,  # [seqs, heads, head_dim], last dim contiguous
+    kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim], contiguous
+    block_tables: torch.Tensor,  # [seqs, max_blocks] int32
+    seq_lens: torch.Tensor,  # [seqs] int32, each in [1, max_blocks * block_size]
+    scale: float,
+    num_splits: int | None = None,  # None: plan_splits
+    out: torch.Tensor | None = None,  # [seqs, heads, head_dim] to write into (CUDA graphs, tests)
+    launch: dict | None = None,  # tile / num_warps / num_stages overrides (tuning)
+    # [2, blocks, block_size, heads] float32, contiguous: an 8-bit cache's
+    kv_scales: torch.Tensor | None = None,
+) -> torch.Tensor:  # [seqs, heads, head_dim], q's dtype
+    """The Triton version of `paged_decode_attention_ref` (which it is tested against). No
+    host synchronisation: CUDA graphs capture it."""
+    _check_triton_args(q, kv_cache, block_tables, seq_lens, kv_scales)
     num_seqs, heads, dim = q.shape
     if out is None:
         out = torch.empty_like(q, memory_format=torch.contiguous_format)

@@ -1,8 +1,8 @@
 """Whether Triton can run here: on a CUDA GPU, or anywhere under TRITON_INTERPRET=1.
 
 Kernel files define their Triton kernels only when Triton is imported here (installed, and a GPU
-or the interpreter to run it), so the CPU install works without it. TRITON_INTERPRET=1 must be set before the kernels are imported (tests do it in
-conftest.py when there is no GPU).
+or the interpreter to run it), so the CPU install works without it. TRITON_INTERPRET=1 must be
+set before the kernels are imported (tests do it in conftest.py when there is no GPU).
 """
 
 from __future__ import annotations

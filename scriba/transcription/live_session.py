@@ -73,7 +73,7 @@ class Failed:
 
 @dataclass(frozen=True)
 class Cleared:
-    pass
+    """The turn so far was dropped (input_audio_buffer.clear); nothing of it will be sent."""
 
 
 Event = TurnStarted | TurnStopped | Committed | Delta | Tentative | Completed | Failed | Cleared
@@ -151,8 +151,8 @@ class LiveSession:
                     self._do(*self.jobs.get())
                 if self.turn is not None and not self.cancel.is_set():
                     self._confirm()
-        except Cancelled:
-            pass
+        except Cancelled:  # close() while a job ran: the session ends, nothing to report
+            return
 
     def _do(self, kind: str, value) -> None:
         if kind == "append":

@@ -38,7 +38,7 @@ def timestamp_rules_cpu(logits: torch.Tensor, rows: list[int], begins: list[int]
 
 def load_kernel() -> None:
     """Load (from numba's cache, else compile) the rules' pass for the types
-    `timestamp_rules_cpu` passes, without running it (Engine._preload_kernels)."""
+    `timestamp_rules_cpu` passes, without running it (engine/kernel_preload.py)."""
     rows, ints = numba.types.Array(numba.types.int64, 1, "C"), numba.types.int64
     history = numba.typeof(np.zeros((1, 1), dtype=np.int64))
     logits = numba.typeof(np.zeros((1, 1), dtype=np.float32))

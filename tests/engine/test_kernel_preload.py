@@ -1,4 +1,4 @@
-"""Engine._preload_kernels: the compiled kernels a first CPU step needs (numba's paged decode
+"""engine/kernel_preload.py: the compiled kernels a first CPU step needs (numba's paged decode
 attention for the cache's dtype, Whisper's timestamp rules) are loaded on a thread while the
 first request is read. Oracle: the kernels' own dispatchers, in a fresh process (where nothing
 was loaded before): the first transcription adds no overload to what the preload loaded."""

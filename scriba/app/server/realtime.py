@@ -27,7 +27,8 @@ async def realtime(websocket: WebSocket):
         await websocket.send_text(
             json.dumps(
                 error_event(
-                    f"this server runs transcription sessions only (intent=transcription), got intent={intent!r}",
+                    "this server runs transcription sessions only (intent=transcription), "
+                    f"got intent={intent!r}",
                     "unsupported_intent",
                     "intent",
                 )
@@ -47,8 +48,8 @@ async def realtime(websocket: WebSocket):
         await websocket.send_text(json.dumps(connection.created()))
         while True:
             connection.handle(await websocket.receive_text())
-    except WebSocketDisconnect:
-        pass
+    except WebSocketDisconnect:  # the client hung up: a normal end; `finally` frees the session
+        return
     finally:
         connection.close()
         writer.cancel()
