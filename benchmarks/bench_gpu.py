@@ -149,11 +149,17 @@ def decoder_bytes(model) -> int:
     return size
 
 
-def kv_bytes_per_step(model, encoder_lens: list[int], decoder_len: int, dtype) -> int:
-    """K and V read by one decode step: every layer's self (decoder_len) and cross (encoder) rows."""
+def kv_bytes_per_step(model, encoder_lens: list[int], decoder_len: int, dtype, kv_cache_dtype="auto"):
+    """K and V read by one decode step: every layer's self (decoder_len) and cross (encoder) rows.
+    An 8-bit cache reads one byte per element and a float32 scale per cached head vector."""
     c = model.config
-    per_row = c.decoder_layers * 2 * c.d_model * torch.empty((), dtype=dtype).element_size()
-    return per_row * sum(n + decoder_len for n in encoder_lens)
+    if kv_cache_dtype in ("fp8", "int8"):
+        head_dim = c.d_model // c.decoder_attention_heads
+        per_element = 1 + 4 / head_dim
+    else:
+        per_element = torch.empty((), dtype=dtype).element_size()
+    per_row = c.decoder_layers * 2 * c.d_model * per_element
+    return int(per_row * sum(n + decoder_len for n in encoder_lens))
 
 
 def scriba_run(engine: Engine, prompts, new_tokens: int, device) -> tuple[float, float, list[list[int]]]:
@@ -165,18 +171,25 @@ def scriba_run(engine: Engine, prompts, new_tokens: int, device) -> tuple[float,
     for i, p in enumerate(prompts):
         engine.add_request(str(i), p, params)
     steps, outputs = [], {}
+    kinds = {"admitting": [0, 0.0], "decoding": [0, 0.0]}  # steps and seconds by what they scheduled
+    schedule, scheduled = engine.scheduler.schedule, []
+    engine.scheduler.schedule = lambda: scheduled.append(out := schedule()) or out
     while engine.has_unfinished_requests():
         t0 = time.perf_counter()
         advanced = engine.step()  # ends reading a step's tokens: no sync needed (async: a step late)
         elapsed = time.perf_counter() - t0
+        kind = kinds["admitting" if scheduled and scheduled[-1].prefills else "decoding"]
+        kind[0], kind[1] = kind[0] + 1, kind[1] + elapsed
         for out in advanced:
             outputs[out.request_id] = out
         # A decode step of the full batch: every request advanced, none of them from its prompt.
         if len(advanced) == len(prompts) and min(len(o.outputs[0].token_ids) for o in advanced) >= 2:
             steps.append(elapsed)
     wall = time.perf_counter() - start
+    del engine.scheduler.schedule
     decode = statistics.median(steps) if steps else float("nan")
-    return wall, decode, [outputs[str(i)].outputs[0].token_ids for i in range(len(prompts))]
+    split = ", ".join(f"{n} {k} steps {t:.3f} s" for k, (n, t) in kinds.items())
+    return wall, decode, split, [outputs[str(i)].outputs[0].token_ids for i in range(len(prompts))]
 
 
 def hf_run(model, new_tokens: int, device, encoder_call, **inputs) -> tuple[float, float, torch.Tensor]:
@@ -203,6 +216,13 @@ def hf_run(model, new_tokens: int, device, encoder_call, **inputs) -> tuple[floa
     return wall, max(wall - encoder, 0.0) / new_tokens, out
 
 
+def device_busy(events) -> float:
+    """Seconds the device ran kernels and copies: the device's own events only (an eager op's
+    'self CUDA' time repeats its kernels', so summing every event counted those twice)."""
+    on_device = [e for e in events if e.device_type != torch.autograd.DeviceType.CPU]
+    return sum(e.self_device_time_total for e in on_device) * 1e-6
+
+
 def profile_decode(engine: Engine, prompts, device, steps: int = 20) -> float:
     """Exposed host time per decode step (s): a torch profiler over `steps` full-batch decode
     steps; step wall time minus the device's busy time. Prints the top kernels."""
@@ -225,7 +245,7 @@ def profile_decode(engine: Engine, prompts, device, steps: int = 20) -> float:
         sync(device)
         wall = (time.perf_counter() - start) / steps
     events = prof.key_averages()
-    busy = sum(getattr(e, "self_device_time_total", 0) for e in events) * 1e-6 / steps
+    busy = device_busy(events) / steps
     log(
         f"profile of {steps} decode steps: {wall * 1e3:.2f} ms per step, device busy {busy * 1e3:.2f} ms, exposed host {(wall - busy) * 1e3:.2f} ms"
     )
@@ -238,6 +258,23 @@ def profile_decode(engine: Engine, prompts, device, steps: int = 20) -> float:
     return max(wall - busy, 0.0)
 
 
+def profile_admission(engine: Engine, prompts, device) -> None:
+    """A torch profiler over the admission of every prompt (2 new tokens each): wall against
+    the device's busy time, and the host calls that took longest."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if torch.device(device).type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as prof:
+        wall, _, split, _ = scriba_run(engine, prompts, 2, device)
+    events = prof.key_averages()
+    busy = device_busy(events)
+    log(f"profile of the admission (2 new tokens): {wall:.3f} s, device busy {busy:.3f} s; {split}")
+    log("```")
+    log(events.table(sort_by="self_cpu_time_total", row_limit=15, max_name_column_width=60))
+    log(events.table(sort_by="self_device_time_total", row_limit=8, max_name_column_width=60))
+    log("```")
+
+
 def free(device) -> None:
     gc.collect()
     if torch.device(device).type == "cuda":
@@ -245,7 +282,7 @@ def free(device) -> None:
 
 
 def report(name, batch, new_tokens, scriba, hf, floor, audio_seconds=None) -> None:
-    """scriba: (wall, step, host or None); hf: (wall, step, agreeing sequences) or None."""
+    """scriba: (wall, step, host or None, step split); hf: (wall, step, agreeing sequences) or None."""
     tokens = batch * new_tokens
     rtf = lambda wall: f"  real-time factor {audio_seconds / wall:8.0f}" if audio_seconds else ""  # noqa: E731
     log(f"## {name}: batch {batch}, {new_tokens} new tokens each")
@@ -259,6 +296,7 @@ def report(name, batch, new_tokens, scriba, hf, floor, audio_seconds=None) -> No
     )
     if scriba[2] is not None:
         log(f"exposed host time per decode step: {scriba[2] * 1e3:.2f} ms")
+    log(f"Scriba's steps (host time of each step() call): {scriba[3]}")
     if hf:
         log(
             f"greedy tokens identical to transformers: {hf[2]}/{batch} sequences (float16 numerics may differ on random weights)"
@@ -266,22 +304,69 @@ def report(name, batch, new_tokens, scriba, hf, floor, audio_seconds=None) -> No
     log()
 
 
-def run_scriba(args, folder, prompts) -> tuple[float, float, float | None, list[list[int]]]:
-    """(wall, decode step, exposed host time or None, tokens); the engine is freed after."""
+# --variants: engine settings measured one after another on the same weights and inputs
+VARIANTS = {
+    "async": ("on", "auto"),
+    "sync": ("off", "auto"),
+    "fp8": ("on", "fp8"),
+    "fp8-sync": ("off", "fp8"),
+    "int8": ("on", "int8"),
+}
+
+
+def variants(args) -> list[tuple[str, str, str]]:
+    """(label, async_scheduling, kv_cache_dtype) per engine to measure."""
+    if not args.variants:
+        return [("", args.async_scheduling, args.kv_cache_dtype)]
+    names = args.variants.split(",")
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"unknown --variants {unknown}; choose from {sorted(VARIANTS)}")
+    return [(n, *VARIANTS[n]) for n in names]
+
+
+def run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype):
+    """(wall, decode step, exposed host time or None, step split, tokens); the engine is freed after."""
     engine = Engine(
         folder,
         device=args.device,
         dtype=args.dtype,
         max_num_seqs=max(args.batch, 1),
-        async_scheduling={"on": True, "off": False}.get(args.async_scheduling),
-        kv_cache_dtype=args.kv_cache_dtype,
+        async_scheduling={"on": True, "off": False}.get(async_scheduling),
+        kv_cache_dtype=kv_cache_dtype,
     )
     scriba_run(engine, prompts[: min(4, args.batch)], 4, args.device)  # warm-up
-    wall, step, tokens = scriba_run(engine, prompts, args.new_tokens, args.device)
+    wall, step, split, tokens = scriba_run(engine, prompts, args.new_tokens, args.device)
     host = profile_decode(engine, prompts, args.device) if args.profile else None
+    if args.profile_admission:
+        profile_admission(engine, prompts, args.device)
     del engine
     free(args.device)  # both KV caches do not fit beside each other
-    return wall, step, host, tokens
+    return wall, step, host, split, tokens
+
+
+def run_variants(args, folder, prompts) -> list[tuple[str, str, tuple, list[list[int]]]]:
+    """(label, kv_cache_dtype, (wall, step, host), tokens) per --variants entry."""
+    results = []
+    for label, async_scheduling, kv_cache_dtype in variants(args):
+        wall, step, host, split, tokens = run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype)
+        results.append((label, kv_cache_dtype, (wall, step, host, split), tokens))
+    return results
+
+
+def report_variants(name, args, results, hf_result, floor_of, audio_seconds=None) -> None:
+    """One report per variant; each later variant's tokens compared with the first's."""
+    first_label, _, _, first_tokens = results[0]
+    for label, kv_cache_dtype, scriba, tokens in results:
+        title = f"{name} ({label})" if label else name
+        hf = None
+        if hf_result:
+            hf = (*hf_result[:2], sum(a == b for a, b in zip(tokens, hf_result[2])))
+        report(title, args.batch, args.new_tokens, scriba, hf, floor_of(kv_cache_dtype), audio_seconds)
+        if label != first_label:
+            same = sum(a == b for a, b in zip(tokens, first_tokens))
+            log(f"greedy tokens identical to ({first_label}): {same}/{args.batch} sequences")
+            log()
 
 
 def bench_whisper(args, folder, bandwidth) -> None:
@@ -293,7 +378,7 @@ def bench_whisper(args, folder, bandwidth) -> None:
         {"input_features": f.numpy(), "language": "en", "task": "transcribe", "timestamps": False}
         for f in features
     ]
-    s_wall, s_step, host, s_tokens = run_scriba(args, folder, prompts)
+    results = run_variants(args, folder, prompts)
     hf_result = None
     if not args.skip_transformers:
         feats = features.to(args.device, dtype)
@@ -308,14 +393,17 @@ def bench_whisper(args, folder, bandwidth) -> None:
         )
         run(2)  # warm-up
         h_wall, h_step, h_out = run(args.new_tokens)
-        agree = sum(a == b for a, b in zip(s_tokens, h_out[:, len(WHISPER_PROMPT) :].tolist()))
-        hf_result = (h_wall, h_step, agree)
-    floor = (
-        decoder_bytes(hf)
-        + kv_bytes_per_step(hf, [1500] * args.batch, len(WHISPER_PROMPT) + args.new_tokens // 2, dtype)
-    ) / bandwidth
+        hf_result = (h_wall, h_step, h_out[:, len(WHISPER_PROMPT) :].tolist())
+    encoder_lens, decoder_len = [1500] * args.batch, len(WHISPER_PROMPT) + args.new_tokens // 2
+    weights = decoder_bytes(hf)
+    floor_of = lambda kv: (
+        (  # noqa: E731
+            weights + kv_bytes_per_step(hf, encoder_lens, decoder_len, dtype, kv)
+        )
+        / bandwidth
+    )
     name = "whisper-large-v3 shape" if not args.tiny else "tiny Whisper"
-    report(name, args.batch, args.new_tokens, (s_wall, s_step, host), hf_result, floor, 30.0 * args.batch)
+    report_variants(name, args, results, hf_result, floor_of, 30.0 * args.batch)
     hf = run = None  # frees the weights (the closures above read hf)
     free(args.device)
 
@@ -326,7 +414,7 @@ def bench_bart(args, folder, bandwidth) -> None:
     gen = torch.Generator().manual_seed(2)
     lengths = torch.randint(200, 1001, (args.batch,), generator=gen).tolist()
     inputs = [torch.randint(4, hf.config.vocab_size, (n,), generator=gen).tolist() for n in lengths]
-    s_wall, s_step, host, s_tokens = run_scriba(args, folder, [{"prompt_token_ids": ids} for ids in inputs])
+    results = run_variants(args, folder, [{"prompt_token_ids": ids} for ids in inputs])
     hf_result = None
     if not args.skip_transformers:
         ids, mask = (t.to(args.device) for t in pad_batch(inputs))  # pads with BART's pad id, 1
@@ -339,16 +427,10 @@ def bench_bart(args, folder, bandwidth) -> None:
         )
         run(2)
         h_wall, h_step, h_out = run(args.new_tokens)
-        hf_result = (h_wall, h_step, sum(a == b for a, b in zip(s_tokens, h_out[:, 2:].tolist())))
-    floor = (decoder_bytes(hf) + kv_bytes_per_step(hf, lengths, 2 + args.new_tokens // 2, dtype)) / bandwidth
-    report(
-        "bart-large shape" if not args.tiny else "tiny BART",
-        args.batch,
-        args.new_tokens,
-        (s_wall, s_step, host),
-        hf_result,
-        floor,
-    )
+        hf_result = (h_wall, h_step, h_out[:, 2:].tolist())
+    weights, decoder_len = decoder_bytes(hf), 2 + args.new_tokens // 2
+    floor_of = lambda kv: (weights + kv_bytes_per_step(hf, lengths, decoder_len, dtype, kv)) / bandwidth  # noqa
+    report_variants("bart-large shape" if not args.tiny else "tiny BART", args, results, hf_result, floor_of)
     hf = run = None  # frees the weights (the closures above read hf)
     free(args.device)
 
@@ -387,6 +469,14 @@ def main(argv=None) -> None:
         "--async-scheduling", choices=["auto", "on", "off"], default="auto", help="auto: on with a GPU"
     )
     parser.add_argument("--kv-cache-dtype", default="auto", help="auto (the compute dtype), fp8 or int8")
+    parser.add_argument(
+        "--profile-admission", action="store_true", help="profile the steps that admit the prompts"
+    )
+    parser.add_argument(
+        "--variants",
+        help=f"measure several engines on the same weights, e.g. async,sync,fp8 (from {', '.join(VARIANTS)});"
+        " overrides --async-scheduling and --kv-cache-dtype",
+    )
     parser.add_argument(
         "--skip-transformers", action="store_true", help="Scriba only (its cache does not fit at batch 256)"
     )

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import torch
 
 from scriba.engine.sampling_params import SamplingParams
+from scriba.kernels.to_device import to_device
 
 NEG_INF = -math.inf
 
@@ -45,7 +46,7 @@ class LogitsProcessor:
 
 
 def index(values: Iterable[int], device: torch.device) -> torch.Tensor:
-    return torch.tensor(list(values), dtype=torch.long, device=device)
+    return to_device(list(values), device, torch.long)
 
 
 def ban(logits: torch.Tensor, rows: list[int], token_ids: Sequence[int]) -> None:
@@ -85,7 +86,7 @@ class RepetitionPenalty(LogitsProcessor):
         r = index(rows, dev)
         seen = step.history()[r]  # [n, length]
         seen = torch.where(seen < 0, seen[:, :1], seen)  # pad with a token the row has anyway
-        penalty = torch.tensor([p.penalty for p in procs], device=dev)[:, None]
+        penalty = to_device([p.penalty for p in procs], dev)[:, None]
         sub = logits[r]
         score = sub.gather(1, seen)
         sub.scatter_(1, seen, torch.where(score < 0, score * penalty, score / penalty))

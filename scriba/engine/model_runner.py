@@ -32,9 +32,10 @@ from scriba.engine.step_packing import (
 from scriba.engine.table_rows import TableRows
 from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, get_backend
+from scriba.kernels.context_reads import group_context_reads
 from scriba.kernels.kv8 import is_8bit, new_kv_scales
 from scriba.kernels.kv_cache import copy_blocks, new_kv_cache, swap_blocks
-from scriba.kernels.context_reads import group_context_reads
+from scriba.kernels.to_device import stack_to_device, to_device
 
 if TYPE_CHECKING:
     from scriba.engine.block_manager import BlockManager
@@ -202,9 +203,9 @@ class ModelRunner:
         asked = None
         if step.prompt_logprob_queries:  # raw log-probs at prompt positions, before any rule
             queries = step.prompt_logprob_queries
-            index = torch.tensor([i for _, i, _ in queries], device=self.device)
+            index = to_device([i for _, i, _ in queries], self.device)
             logprobs = self.model.compute_logits(hidden[index]).float().log_softmax(dim=-1)
-            asked = logprobs.gather(1, torch.tensor([[t] for _, _, t in queries], device=self.device))[:, 0]
+            asked = logprobs.gather(1, to_device([[t] for _, _, t in queries], self.device))[:, 0]
         rows = [self._sample_row(group, seq) for group, seq in step.rows]
         seqs = [(seq.seq_id, seq.token_ids) for _, seq in step.rows]
         late = None if feed is None or feed.samples is None else (feed.samples.tokens, feed.token_index())
@@ -241,7 +242,7 @@ class ModelRunner:
         if len(late):
             t["input_ids"].index_copy_(0, t["late_at"], feed.samples.tokens[t["late_from"]])
         meta = self._metadata(pre, dec, t)
-        features = torch.stack(pre.features).to(self.device, self.dtype) if pre.features else None
+        features = stack_to_device(pre.features, self.device).to(self.dtype) if pre.features else None
         return StepInputs(
             input_ids=t["input_ids"],
             positions=t["positions"],

@@ -20,6 +20,7 @@ import torch
 from scriba.engine.logits_processors import LogitsProcessor, StepRows, apply_processors
 from scriba.engine.outputs import Logprob
 from scriba.engine.sampling_params import SamplingParams
+from scriba.kernels.to_device import to_device
 
 
 @dataclass
@@ -93,7 +94,7 @@ def sample_on_device(
     dev = logits.device
     beam = [i for i, row in enumerate(rows) if row.params.use_beam_search]
     if beam:
-        b = torch.tensor(beam, device=dev)
+        b = to_device(beam, dev)
         logits[b] = torch.log_softmax(logits[b], dim=-1)
     step = StepRows([len(r.token_ids) for r in rows], [r.num_generated for r in rows], history)
     apply_processors(logits, [r.processors for r in rows], step)
@@ -119,11 +120,11 @@ def _picks(logits, rows: list[SampleRow], owners: list[int], generator) -> tuple
     for, their ranks and the top log-probs, as float64 pieces of the transfer."""
     dev = logits.device
     whole = owners == list(range(len(rows)))
-    scores = logits if whole else logits[torch.tensor(owners, device=dev)]
+    scores = logits if whole else logits[to_device(owners, dev)]
     tokens = scores.argmax(dim=-1)
     drawn = [k for k, i in enumerate(owners) if not rows[i].params.is_greedy]
     if drawn:
-        at = torch.tensor(drawn, device=dev)
+        at = to_device(drawn, dev)
         tokens[at] = _draw(scores[at], [rows[owners[k]] for k in drawn], generator)
     # log_softmax, not logsumexp: torch's CPU logsumexp is 3-5x slower on rows that the
     # processors filled with -inf (timestamp rules ban most of the vocabulary).
@@ -143,7 +144,7 @@ def _picks(logits, rows: list[SampleRow], owners: list[int], generator) -> tuple
 def _draw(scores: torch.Tensor, rows: list[SampleRow], generator) -> torch.Tensor:
     """One token for each row of scores [len(rows), vocab], by its request's settings."""
     dev = scores.device
-    temperature = torch.tensor([r.params.temperature for r in rows], device=dev)[:, None]
+    temperature = to_device([r.params.temperature for r in rows], dev)[:, None]
     top_k, top_p = [r.params.top_k for r in rows], [r.params.top_p for r in rows]
     probs = truncate(scores / temperature, top_k, top_p).softmax(dim=-1)
     noise = torch.empty_like(probs)
@@ -153,7 +154,7 @@ def _draw(scores: torch.Tensor, rows: list[SampleRow], generator) -> torch.Tenso
         by_generator.setdefault(id(gen), (gen, []))[1].append(k)
     for gen, ks in by_generator.values():
         part = torch.empty((len(ks), probs.shape[1]), device=dev).exponential_(generator=gen)
-        noise[torch.tensor(ks, device=dev)] = part
+        noise[to_device(ks, dev)] = part
     return (probs / noise).argmax(dim=-1)
 
 
@@ -167,14 +168,14 @@ def truncate(scores: torch.Tensor, top_k: int | list[int], top_p: float | list[f
     top_p = [top_p] * rows if isinstance(top_p, (int, float)) else list(top_p)
     k = [t if 0 < t < vocab else vocab for t in top_k]
     if any(t < vocab for t in k):  # decided on the host: no synchronisation
-        kth_index = torch.tensor(k, device=scores.device)[:, None] - 1
+        kth_index = to_device(k, scores.device)[:, None] - 1
         kth = torch.sort(scores, dim=-1, descending=True).values.gather(1, kth_index)
         scores = scores.masked_fill(scores < kth, -float("inf"))
     if any(p < 1.0 for p in top_p):
         # Drop the least likely tokens whose total mass stays within 1 - top_p (keep >= 1).
         sorted_scores, order = torch.sort(scores, descending=False)
         cumulative = sorted_scores.softmax(dim=-1).cumsum(dim=-1)
-        drop = cumulative <= 1 - torch.tensor(top_p, device=scores.device)[:, None]
+        drop = cumulative <= 1 - to_device(top_p, scores.device)[:, None]
         drop[:, -1] = False
         scores = scores.masked_fill(drop.scatter(1, order, drop), -float("inf"))
     return scores

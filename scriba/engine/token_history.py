@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from scriba.engine.sequence import PENDING
+from scriba.kernels.to_device import to_device
 
 PAD = -1  # positions past a sequence's length
 
@@ -47,13 +48,13 @@ class TokenHistory:
                 values.append(tokens[pos])
             self.known[seq_id] = len(tokens)
         if values:
-            index = (torch.tensor(slots, device=self.device), torch.tensor(positions, device=self.device))
-            self.buffer.index_put_(index, torch.tensor(values, device=self.device))
+            index = (to_device(slots, self.device), to_device(positions, self.device))
+            self.buffer.index_put_(index, to_device(values, self.device))
         if late_at:
-            at = torch.tensor(late_at, device=self.device).T  # [3, k]: slot, position, sample
+            at = to_device(late_at, self.device).T  # [3, k]: slot, position, sample
             self.buffer.index_put_((at[0], at[1]), late[0][at[2]])
         width = max((len(t) for _, t in seqs), default=0)
-        order = torch.tensor([self.slot_of[sid] for sid, _ in seqs], device=self.device)
+        order = to_device([self.slot_of[sid] for sid, _ in seqs], self.device)
         return self.buffer[order, :width], width
 
     def _release(self, live: set[int]) -> None:

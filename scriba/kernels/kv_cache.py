@@ -20,6 +20,7 @@ import torch
 
 from scriba.kernels.host_pages import zeroed_host_memory
 from scriba.kernels.kv8 import quantize
+from scriba.kernels.to_device import to_device
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
 
 
@@ -177,8 +178,8 @@ def copy_blocks(kv_caches: list[torch.Tensor], pairs: list[tuple[int, int]]) -> 
     """Copy whole blocks src -> dst within each layer's cache (copy-on-write)."""
     if not pairs:
         return
-    src = torch.tensor([s for s, _ in pairs], device=kv_caches[0].device)
-    dst = torch.tensor([d for _, d in pairs], device=kv_caches[0].device)
+    src = to_device([s for s, _ in pairs], kv_caches[0].device)
+    dst = to_device([d for _, d in pairs], kv_caches[0].device)
     for cache in kv_caches:
         cache[:, dst] = cache[:, src]
 
@@ -191,8 +192,8 @@ def swap_blocks(
     a move to the host waits once for all layers, not once per layer."""
     if not pairs:
         return
-    src = torch.tensor([s for s, _ in pairs], device=src_caches[0].device)
-    dst = torch.tensor([d for _, d in pairs], device=dst_caches[0].device)
+    src = to_device([s for s, _ in pairs], src_caches[0].device)
+    dst = to_device([d for _, d in pairs], dst_caches[0].device)
     moved = [_move(s[:, src], d.device) for s, d in zip(src_caches, dst_caches)]
     if src_caches[0].device.type == "cuda" and dst_caches[0].device.type == "cpu":
         torch.cuda.current_stream(src_caches[0].device).synchronize()

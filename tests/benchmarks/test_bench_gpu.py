@@ -16,3 +16,15 @@ def test_tiny_run_reports_both_models_with_identical_tokens(capsys, tmp_path):
     assert report.count("greedy tokens identical to transformers: 3/3 sequences") == 2
     assert "## tiny Whisper" in report and "## tiny BART" in report and report.count("x the floor") == 2
     assert "real-time factor" in report
+
+
+def test_variants_run_on_the_same_weights_and_compare_tokens(tmp_path):
+    out = tmp_path / "variants.txt"
+    bench_gpu.LINES.clear()
+    argv = ["--tiny", "--device", "cpu", "--batch", "3", "--new-tokens", "5", "--models", "whisper"]
+    bench_gpu.main([*argv, "--skip-transformers", "--variants", "async,sync,fp8", "--out", str(out)])
+    report = out.read_text()
+    assert "## tiny Whisper (async)" in report and "## tiny Whisper (fp8)" in report
+    # scheduling changes no token; tiny random weights keep fp8's argmax too
+    assert report.count("greedy tokens identical to (async): 3/3 sequences") == 2
+    assert report.count("Scriba's steps (host time of each step() call): 1 admitting steps") == 3

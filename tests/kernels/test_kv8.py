@@ -99,7 +99,8 @@ def test_the_triton_write_kernel_writes_as_the_reference(dtype):
     write_kv_cache_8bit_ref(k[:5], v[:5], ref_cache, ref_scales, slots[:5])
     write_kv_cache_triton(k.to(DEVICE), v.to(DEVICE), got_cache, slots.to(DEVICE), scales=got_scales)
     assert torch.equal(got_cache.view(torch.uint8).cpu(), ref_cache.view(torch.uint8))
-    assert torch.equal(got_scales.cpu(), ref_scales)
+    # a GPU's float division may round the last bit otherwise (seen on an H200): a few ulps
+    torch.testing.assert_close(got_scales.cpu(), ref_scales, rtol=1e-6, atol=0)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
