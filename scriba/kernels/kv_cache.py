@@ -19,7 +19,7 @@ import math
 import torch
 
 from scriba.kernels.host_pages import zeroed_host_memory
-from scriba.kernels.kv8 import quantize
+from scriba.kernels.kv8_triton import write_kv_cache_8bit_triton
 from scriba.kernels.to_device import to_device
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
 
@@ -82,26 +82,19 @@ if HAS_TRITON:
         v_ptr,
         cache_ptr,
         slot_ptr,
-        scales_ptr,
-        k_scale_ptr,
-        v_scale_ptr,
         num_tokens,
         stride_k_tok,
         stride_k_head,
         stride_v_tok,
         stride_v_head,
         stride_cache_kv,
-        stride_scales_kv,
         head_dim,
         heads_x_dim,
         TOKENS: tl.constexpr,
         BLOCK_HD: tl.constexpr,
-        SCALED: tl.constexpr,
     ):
         """Each program copies TOKENS tokens' K and V rows (all heads) to their cache slots.
-        Slot -1 is padding (CUDA-graph batches) and writes nothing. SCALED: an 8-bit cache
-        (kv8.py): the rows are its codes' bytes, and each token's scales ([tokens, heads]) go to
-        its slot's scales ([2, slots, heads])."""
+        Slot -1 is padding (CUDA-graph batches) and writes nothing."""
         token = tl.program_id(0) * TOKENS + tl.arange(0, TOKENS)
         slot = tl.load(slot_ptr + token, mask=token < num_tokens, other=-1).to(tl.int64)
         i = tl.arange(0, BLOCK_HD)
@@ -111,15 +104,6 @@ if HAS_TRITON:
         v = tl.load(v_ptr + token[:, None] * stride_v_tok + (head * stride_v_head + d)[None, :], mask=mask)
         # the cache is contiguous: a slot is heads * dim
         dst = cache_ptr + slot[:, None] * heads_x_dim + i[None, :]
-        if SCALED:
-            heads = heads_x_dim // head_dim
-            first = mask & (d == 0)[None, :]  # one store per (token, head)
-            at = token[:, None] * heads + head[None, :]
-            k_scale = tl.load(k_scale_ptr + at, mask=first)
-            v_scale = tl.load(v_scale_ptr + at, mask=first)
-            to = scales_ptr + slot[:, None] * heads + head[None, :]
-            tl.store(to, k_scale, mask=first)
-            tl.store(to + stride_scales_kv, v_scale, mask=first)
         tl.store(dst, k, mask=mask)
         tl.store(dst + stride_cache_kv, v, mask=mask)
 
@@ -132,8 +116,7 @@ def write_kv_cache_triton(
     scales: torch.Tensor | None = None,  # [2, blocks, block_size, heads] float32: an 8-bit cache's (kv8.py)
 ) -> None:
     """The Triton version of `write_kv_cache_ref` and `kv8.write_kv_cache_8bit_ref` (which it is
-    tested against): for an 8-bit cache, the codes and scales computed by kv8.quantize
-    (elementwise torch, which CUDA graphs capture), then written by the kernel."""
+    tested against); an 8-bit cache is quantized and written by kv8_triton.py's one kernel."""
     check_write_args(k, v, kv_cache, slot_mapping)
     require_triton(kv_cache.device)
     if k.stride(-1) != 1 or v.stride(-1) != 1:
@@ -142,12 +125,12 @@ def write_kv_cache_triton(
         raise ValueError("kv_cache must be contiguous")
     if (k.dtype != kv_cache.dtype or v.dtype != kv_cache.dtype) and scales is None:
         raise ValueError(f"k/v dtype {k.dtype} differs from the cache's {kv_cache.dtype}")
+    if scales is not None and not scales.is_contiguous():
+        raise ValueError("scales must be contiguous")
     if k.shape[0] == 0:
         return
-    k_scale = v_scale = None
-    if scales is not None:  # the codes' bytes and each token's scales
-        (k, k_scale), (v, v_scale) = quantize(k, kv_cache.dtype), quantize(v, kv_cache.dtype)
-        k, v, kv_cache = k.view(torch.int8), v.view(torch.int8), kv_cache.view(torch.int8)
+    if scales is not None:
+        return write_kv_cache_8bit_triton(k, v, kv_cache, slot_mapping, scales)
     heads, dim = kv_cache.shape[3:]
     block_hd = next_power_of_2(heads * dim)
     tokens = max(1, min(16, 8192 // block_hd))  # rows per program: 4 for Whisper large's 1280
@@ -156,21 +139,16 @@ def write_kv_cache_triton(
         v,
         kv_cache,
         slot_mapping,
-        scales if scales is not None else kv_cache,  # (not read or written unless SCALED)
-        k_scale if k_scale is not None else kv_cache,
-        v_scale if v_scale is not None else kv_cache,
         k.shape[0],
         k.stride(0),
         k.stride(1),
         v.stride(0),
         v.stride(1),
         kv_cache.stride(0),
-        scales.stride(0) if scales is not None else 0,
         dim,
         heads * dim,
         TOKENS=tokens,
         BLOCK_HD=block_hd,
-        SCALED=scales is not None,
     )
 
 

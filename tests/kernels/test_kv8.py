@@ -88,6 +88,36 @@ def test_the_triton_decode_kernel_reads_8bit_as_the_reference(dtype, splits):
         paged_decode_attention_triton(q, cache, tables, lengths, 0.125)
 
 
+# Values at the codes' rounding edges, each vector's largest |value| exactly the largest code so its
+# scale is 1 and the values reach the rounding as they are: e4m3 ties (1.0625 -> 1, 1.1875 ->
+# 1.25), a carry into the exponent (1.9375 -> 2), subnormal ties (2**-10 -> 0, 3 * 2**-10 -> 2**-8,
+# 15 * 2**-10 -> 2**-6, the smallest normal); int8 ties (2.5 -> 2, 3.5 -> 4, -2.5 -> -2).
+EDGES = {
+    FP8: [448.0, 1.0625, 1.1875, 1.9375, 2**-10, 3 * 2**-10, 15 * 2**-10, -1.0625, -(2**-12), 0.0, 300.0],
+    torch.int8: [127.0, 2.5, 3.5, -2.5, 0.5, 1.5, -0.5, 126.5, -127.0, 0.0, 0.49],
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_the_triton_write_kernel_rounds_ties_as_torch(dtype):
+    """The codes the one-kernel write computes from the bits (kv8_triton.py) at every rounding
+    edge: the same bytes as torch's conversions (round to nearest even), scales exactly 1."""
+    edges = torch.tensor(EDGES[dtype])
+    k = edges.repeat(HEADS * 8)[: HEADS * DIM].view(1, HEADS, DIM).clone()
+    k[:, :, 0] = edges[0]  # every head's largest value: its scale is 1
+    v = -k
+    ref_cache, ref_scales = new_kv_cache(2, 4, HEADS, DIM, dtype=dtype), new_kv_scales(2, 4, HEADS)
+    got_cache = new_kv_cache(2, 4, HEADS, DIM, dtype=dtype, device=DEVICE)
+    got_scales = new_kv_scales(2, 4, HEADS, DEVICE)
+    write_kv_cache_8bit_ref(k, v, ref_cache, ref_scales, torch.tensor([5]))
+    write_kv_cache_triton(
+        k.to(DEVICE), v.to(DEVICE), got_cache, torch.tensor([5], device=DEVICE), scales=got_scales
+    )
+    assert torch.equal(ref_scales[:, 1, 1], torch.ones(2, HEADS))
+    assert torch.equal(got_cache.view(torch.uint8).cpu(), ref_cache.view(torch.uint8))
+    assert torch.equal(got_scales.cpu(), ref_scales)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_the_triton_write_kernel_writes_as_the_reference(dtype):
     """The same codes and scales, padding slots (-1, CUDA-graph batches) skipped."""
