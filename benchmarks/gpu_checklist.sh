@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # ../shared/GPU.md's checklist in one call on a lent GPU machine: logs and reports under $OUT.
 #   bash benchmarks/gpu_checklist.sh [stage ...]
-#   stages: env kernels engine async suite whisper bart tune big sync fp8 big-sync big-fp8 variants variants64
+#   stages: env kernels engine async suite whisper bart tune big sync fp8 big-sync big-fp8 variants variants64 syncs
+# The next lent GPU, to re-time what session 13 fixed without a GPU (host waits in admitting steps,
+# the one-kernel 8-bit write): env kernels async syncs variants variants64 (about 6 minutes).
 # Each stage has its own time limit, so one failure or hang leaves the others' results.
 set -u
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
@@ -18,12 +20,13 @@ run() {  # name, seconds, command...
 for stage in $stages; do
   case $stage in
     env) run env 60 bash -c 'nvidia-smi; git rev-parse HEAD 2>/dev/null; python3 -c "import torch, triton, transformers; print(torch.__version__, triton.__version__, transformers.__version__, torch.cuda.get_device_name())"' ;;
-    kernels) run kernels 180 python3 -m pytest -q -x -p no:cacheprovider tests/kernels tests/engine/test_gpu_path.py ;;
-    engine) SCRIBA_TEST_FLOAT32=1 run engine 300 python3 -m pytest -q -p no:cacheprovider tests/models/test_bart_parity.py tests/models/test_whisper_parity.py tests/engine/test_sampling.py tests/engine/test_beam_search.py ;;
-    async) SCRIBA_TEST_FLOAT32=1 run async 200 python3 -m pytest -q -p no:cacheprovider tests/engine/test_async_scheduling.py tests/models/test_bart_parity.py tests/models/test_whisper_parity.py -k "not off_on_the_cpu" ;;
-    variants) run variants 240 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants async,sync,fp8 --out "$OUT/gpu_whisper_b256_variants.txt" ;;
+    kernels) run kernels 180 python3 -m pytest -q -p no:cacheprovider tests/kernels tests/engine/test_gpu_path.py ;;
+    engine) SCRIBA_TEST_FLOAT32=1 run engine 300 python3 -m pytest -q -p no:cacheprovider tests/models/test_bart_parity.py tests/whisper/test_whisper_parity.py tests/engine/test_sampling.py tests/engine/test_beam_search.py ;;
+    async) SCRIBA_TEST_FLOAT32=1 run async 200 python3 -m pytest -q -p no:cacheprovider tests/engine/test_async_scheduling.py tests/models/test_bart_parity.py tests/whisper/test_whisper_parity.py -k "not off_on_the_cpu" ;;
+    variants) run variants 240 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants async,sync,fp8 --profile-admission --out "$OUT/gpu_whisper_b256_variants.txt" ;;
     variants64) run variants64 200 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --profile --variants async,sync,fp8 --out "$OUT/gpu_whisper_b64_variants.txt" ;;
-    suite) SCRIBA_TEST_FLOAT32=1 run suite 300 python3 -m pytest -q -p no:cacheprovider tests/engine tests/models --ignore=tests/engine/test_audio.py --ignore=tests/models/test_whisper_real.py ;;
+    syncs) run syncs 120 bash -c 'cd benchmarks && python3 find_gpu_syncs.py --batch 16 && python3 find_gpu_syncs.py --batch 16 --async-scheduling off' ;;
+    suite) SCRIBA_TEST_FLOAT32=1 run suite 300 python3 -m pytest -q -p no:cacheprovider tests/engine tests/models -k "not off_on_the_cpu" ;;
     whisper) run whisper 300 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --profile --out "$OUT/gpu_whisper_b64.txt" ;;
     bart) run bart 300 python3 benchmarks/bench_gpu.py --models bart --batch 64 --profile --out "$OUT/gpu_bart_b64.txt" ;;
     tune) run tune 240 python3 benchmarks/tune_paged_decode.py ;;
