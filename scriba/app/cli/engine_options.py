@@ -25,9 +25,10 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kv-cache-dtype",
         default="auto",
-        choices=DTYPES,
+        choices=[*DTYPES, "fp8", "int8"],
         help="KV cache dtype (auto: the compute dtype; bfloat16 on the CPU: faster decoding, "
-        "a few words' cost; docs/performance.md: CPU modes)",
+        "a few words' cost; fp8 or int8: 8-bit codes with a scale per cached vector; "
+        "docs/performance.md: CPU modes)",
     )
     parser.add_argument(
         "--encoder-runtime",

@@ -129,13 +129,15 @@ def test_summarize_a_transcript_json_with_sections(tiny_bart, tmp_path):
 
 def test_transcribe_in_the_cpu_modes():
     """--quantization int8 and --dtype bfloat16, with --threads, and the int8 default with a
-    bfloat16 KV cache give jfk's words; a KV cache dtype that does not fit is one line."""
+    bfloat16, fp8 or int8 KV cache give jfk's words; a KV cache dtype that does not fit is one line."""
     from oracle import JFK_WORDS, words
 
     modes = (
         ["--quantization", "int8", "--threads", "1"],
         ["--dtype", "bfloat16"],
         ["--kv-cache-dtype", "bfloat16"],
+        ["--kv-cache-dtype", "fp8"],
+        ["--kv-cache-dtype", "int8"],
     )
     for options in modes:
         result = scriba("transcribe", JFK, "--device", "cpu", *options)
