@@ -186,4 +186,4 @@ def _move(blocks: torch.Tensor, device: torch.device) -> torch.Tensor:
     if device.type == "cpu":
         out = torch.empty(blocks.shape, dtype=blocks.dtype, pin_memory=blocks.device.type == "cuda")
         return out.copy_(blocks, non_blocking=True)
-    return blocks.pin_memory().to(device, non_blocking=True)
+    return to_device(blocks, device)  # host to device: queued through pinned memory

@@ -120,6 +120,14 @@ LAUNCH = dict(tile=None, num_warps=4, num_stages=3)  # tile None: 8192 // head_d
 if HAS_TRITON:
 
     @triton.jit
+    def _tile_rows(cache_ptr, scale_at, row, d, kv_mask, valid, SCALED: tl.constexpr):
+        """A tile's K (or V) rows [TILE, BLOCK_D] in float32; SCALED: times their scales."""
+        x = tl.load(cache_ptr + row[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
+        if SCALED:
+            x = x * tl.load(scale_at, mask=valid, other=0.0)[:, None]
+        return x
+
+    @triton.jit
     def _paged_decode_kernel(
         q_ptr,
         cache_ptr,
@@ -178,19 +186,16 @@ if HAS_TRITON:
                 block * stride_cache_block + (pos % BLOCK_SIZE) * stride_cache_tok + head * stride_cache_head
             )
             kv_mask = valid[:, None] & d_mask[None, :]
-            k = tl.load(cache_ptr + row[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
-            if SCALED:  # a scale per position and head: [2, blocks, BLOCK_SIZE, heads]
-                scale_at = scales_ptr + (block * BLOCK_SIZE + pos % BLOCK_SIZE) * tl.num_programs(1) + head
-                k = k * tl.load(scale_at, mask=valid, other=0.0)[:, None]
+            # an 8-bit cache's scale per position and head: [2, blocks, BLOCK_SIZE, heads]
+            scale_at = scales_ptr + (block * BLOCK_SIZE + pos % BLOCK_SIZE) * tl.num_programs(1) + head
+            k = _tile_rows(cache_ptr, scale_at, row, d, kv_mask, valid, SCALED)
             scores = tl.where(valid, tl.sum(k * q[None, :], 1), float("-inf"))
             new_max = tl.maximum(running_max, tl.max(scores, 0))
             weights = tl.exp(scores - new_max)
             rescale = tl.exp(running_max - new_max)
-            v = tl.load(cache_ptr + stride_cache_kv + row[:, None] + d[None, :], mask=kv_mask, other=0.0).to(
-                tl.float32
+            v = _tile_rows(
+                cache_ptr + stride_cache_kv, scale_at + stride_scales_kv, row, d, kv_mask, valid, SCALED
             )
-            if SCALED:
-                v = v * tl.load(scale_at + stride_scales_kv, mask=valid, other=0.0)[:, None]
             acc = acc * rescale + tl.sum(weights[:, None] * v, 0)
             running_sum = running_sum * rescale + tl.sum(weights, 0)
             running_max = new_max
@@ -299,12 +304,7 @@ def paged_decode_attention_triton(
     block_d = next_power_of_2(dim)
     launch = {**LAUNCH, **(launch or {})}
     tile = launch.pop("tile") or max(16, min(128, 8192 // block_d))
-    max_context = block_tables.shape[1] * block_size
-    if num_splits is None:
-        partition, num_splits = plan_splits(num_seqs, heads, max_context, tile)
-    else:
-        partition = max(tile, math.ceil(math.ceil(max_context / num_splits) / tile) * tile)
-        num_splits = math.ceil(max_context / partition)
+    partition, num_splits = _partitions(num_seqs, heads, block_tables.shape[1] * block_size, tile, num_splits)
     one_split = num_splits == 1
     part_shape = (num_seqs, heads, num_splits) if not one_split else (1,)
     part_max = torch.empty(part_shape, dtype=torch.float32, device=q.device)
@@ -342,16 +342,31 @@ def paged_decode_attention_triton(
         **launch,
     )
     if not one_split:
-        _reduce_splits_kernel[(num_seqs, heads)](
-            part_max,
-            part_sum,
-            part_acc,
-            out,
-            dim,
-            num_splits,
-            out.stride(0),
-            out.stride(1),
-            SPLITS=next_power_of_2(num_splits),
-            BLOCK_D=block_d,
-        )
+        _reduce_splits(part_max, part_sum, part_acc, out, num_splits, block_d)
     return out
+
+
+def _partitions(num_seqs: int, heads: int, max_context: int, tile: int, num_splits: int | None):
+    """(positions per split, splits): planned (plan_splits), or as many splits as asked, each a
+    whole number of tiles."""
+    if num_splits is None:
+        return plan_splits(num_seqs, heads, max_context, tile)
+    partition = max(tile, math.ceil(math.ceil(max_context / num_splits) / tile) * tile)
+    return partition, math.ceil(max_context / partition)
+
+
+def _reduce_splits(part_max, part_sum, part_acc, out: torch.Tensor, num_splits: int, block_d: int) -> None:
+    """Each (sequence, head)'s splits combined into `out` [seqs, heads, head_dim]."""
+    num_seqs, heads, dim = out.shape
+    _reduce_splits_kernel[(num_seqs, heads)](
+        part_max,
+        part_sum,
+        part_acc,
+        out,
+        dim,
+        num_splits,
+        out.stride(0),
+        out.stride(1),
+        SPLITS=next_power_of_2(num_splits),
+        BLOCK_D=block_d,
+    )
