@@ -10,6 +10,7 @@ _PREEMPTION_MODES = ("recompute", "swap")
 _BACKENDS = ("auto", "torch", "numba", "triton", "cuda")
 _QUANTIZATIONS = ("int8",)  # as scriba.models.quantize.QUANTIZATIONS (config imports no torch)
 _ENCODER_RUNTIMES = ("torch", "openvino")
+_DECODER_RUNTIMES = ("auto", "torch", "numba")
 
 
 @dataclass
@@ -65,6 +66,11 @@ class EngineConfig:
     # CPU (bfloat16 where the CPU has bfloat16 dot products, else int8 weights with dynamically
     # quantized activations); CPU only, float32 activations (whisper/openvino_encoder.py).
     encoder_runtime: str = "torch"
+    # What executes the decoder's decode-only steps of a few rows (a lone request's). "numba": the
+    # whole stack and the logits as one numba call each over the int8 weights and the paged cache
+    # (models/decoder_step.py; CPU, quantization="int8", a pre-norm decoder, a float32 or int8
+    # cache); "torch": the modules. "auto": "numba" where it runs, else "torch".
+    decoder_runtime: str = "auto"
 
     def __post_init__(self) -> None:
         if self.dtype not in _DTYPES:
@@ -107,6 +113,12 @@ class EngineConfig:
             self.dtype = "float16" if on_gpu else "float32"
         self._check_kv_cache_dtype(on_gpu)
         self._check_encoder_runtime(on_gpu)
+        if self.decoder_runtime not in _DECODER_RUNTIMES:
+            raise ValueError(
+                f"decoder_runtime must be one of {_DECODER_RUNTIMES}, got {self.decoder_runtime!r}"
+            )
+        if self.decoder_runtime == "numba" and on_gpu:
+            raise ValueError("decoder_runtime='numba' runs on the CPU only")
         if self.max_num_seqs is None:
             self.max_num_seqs = 256 if on_gpu else 64
         if self.async_scheduling is None:

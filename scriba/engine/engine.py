@@ -70,6 +70,7 @@ class Engine:
             config.block_size,
             config.attention_backend,
             config.torch_kv_cache_dtype,
+            config.decoder_runtime,
         )
         self._build_kv_cache()
         self.scheduler = Scheduler(config, self.block_manager)

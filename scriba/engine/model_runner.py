@@ -36,6 +36,7 @@ from scriba.kernels.context_reads import group_context_reads
 from scriba.kernels.kv8 import is_8bit, new_kv_scales
 from scriba.kernels.kv_cache import copy_blocks, new_kv_cache, swap_blocks
 from scriba.kernels.to_device import stack_to_device, to_device
+from scriba.models.decoder_step import NumbaDecoderStep, unsupported
 
 if TYPE_CHECKING:
     from scriba.engine.block_manager import BlockManager
@@ -99,6 +100,7 @@ class ModelRunner:
         block_size: int,
         backend: str = "auto",
         kv_cache_dtype: torch.dtype | None = None,  # None: dtype
+        decoder_runtime: str = "torch",  # EngineConfig.decoder_runtime
     ):
         self.model = model
         self.device = torch.device(device)
@@ -114,6 +116,20 @@ class ModelRunner:
         self.history = TokenHistory(model.max_decoder_len, self.device)
         self.staging = HostStaging(self.device)
         self.self_rows, self.cross_rows = TableRows(), TableRows()  # decode block tables, kept between steps
+        self.decode_step = self._numba_decode_step(decoder_runtime)
+
+    def _numba_decode_step(self, runtime: str) -> NumbaDecoderStep | None:
+        """The numba decode step where `runtime` asks for it ("numba") or allows it ("auto")."""
+        if runtime == "torch":
+            return None
+        why = unsupported(self.model, self.kv_cache_dtype)
+        if self.device.type != "cpu" or self.backend.name != "numba":
+            why = "it runs on the CPU with the numba attention backend"
+        if why is None:
+            return NumbaDecoderStep(self.model)
+        if runtime == "numba":
+            raise ValueError(f"decoder_runtime='numba' cannot run this model: {why}")
+        return None
 
     def new_kv_caches(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
         layers = self.model.decoder_attention_layers()
@@ -151,6 +167,8 @@ class ModelRunner:
     def load_kernels(self) -> None:
         """The backend's compiled kernels for this cache, loaded ahead of the first step."""
         self.backend.load_kernels(self.kv_caches[0], self.kv_scales[0] if self.kv_scales else None)
+        if self.decode_step is not None:
+            self.decode_step.load_kernels()
 
     def capture_decode_graphs(
         self, max_batch: int, max_self_blocks: int, max_cross_blocks: int, capture: bool = True
@@ -196,6 +214,9 @@ class ModelRunner:
         step = self.prepare_inputs(prefills, decodes, feed)
         if self.graphs is not None and self.graphs.fits(step.meta):
             logits = self.graphs.run(step.input_ids, step.positions, step.meta).float()
+        elif self.decode_step is not None and self.decode_step.fits(step.meta):
+            hidden = self.decode_step(step.input_ids, step.positions, step.meta)
+            logits = self.decode_step.logits(hidden[step.sample_indices])
         else:
             encoder = (step.encoder_inputs, step.encoder_positions)
             hidden = self.model(step.input_ids, step.positions, step.meta, *encoder)

@@ -136,10 +136,11 @@ def _weighted_values(weights, v, table, n, block_size, acc):
                 acc[d] += w * _as_float32(block[j, d])
 
 
-@numba.njit(parallel=True, fastmath=True, cache=True)
-def _attention_kernel(q, k, v, tables, lengths, block_size, scale, out):
-    """q [R, H, D] float32; k, v [H, slots, D] float32, or bfloat16 as its bits (uint16);
-    tables [R, blocks] int32; lengths [R] int32; out [R, H, D] float32, written."""
+@numba.njit(fastmath=True, inline="always")
+def attend(q, k, v, tables, lengths, block_size, scale, out):
+    """out[r, h] = softmax(scale * q[r, h] . K) V over each row's paged context, one task per
+    (row, head): q, out [R, H, D] float32; k, v [H, slots, D] float32, or bfloat16 as its bits
+    (uint16); tables [R, blocks] int32; lengths [R] int32. Inlined into a parallel kernel."""
     rows, heads, dim = q.shape
     for task in numba.prange(rows * heads):
         r, h = task // heads, task % heads
@@ -151,6 +152,11 @@ def _attention_kernel(q, k, v, tables, lengths, block_size, scale, out):
         _weighted_values(scores, v[h], tables[r], n, block_size, acc)
         for d in range(dim):
             out[r, h, d] = acc[d] / total
+
+
+@numba.njit(parallel=True, fastmath=True, cache=True)
+def _attention_kernel(q, k, v, tables, lengths, block_size, scale, out):
+    attend(q, k, v, tables, lengths, block_size, scale, out)
 
 
 @numba.njit(fastmath=True, inline="always")
@@ -180,10 +186,10 @@ def _weighted_values_8bit(weights, v, v_scales, h, table, n, block_size, acc):
                 acc[d] += w * _as_float32(block[j, d])
 
 
-@numba.njit(parallel=True, fastmath=True, cache=True)
-def _attention_kernel_8bit(q, k, v, k_scales, v_scales, tables, lengths, block_size, scale, out):
-    """_attention_kernel over an 8-bit cache: k, v [H, slots, D] int8 codes, or e4m3 codes as
-    their bits (uint8); k_scales, v_scales [slots, H] float32, each position's scale."""
+@numba.njit(fastmath=True, inline="always")
+def attend_8bit(q, k, v, k_scales, v_scales, tables, lengths, block_size, scale, out):
+    """attend over an 8-bit cache: k, v [H, slots, D] int8 codes, or e4m3 codes as their bits
+    (uint8); k_scales, v_scales [slots, H] float32, each position's scale."""
     rows, heads, dim = q.shape
     for task in numba.prange(rows * heads):
         r, h = task // heads, task % heads
@@ -195,6 +201,11 @@ def _attention_kernel_8bit(q, k, v, k_scales, v_scales, tables, lengths, block_s
         _weighted_values_8bit(scores, v[h], v_scales, h, tables[r], n, block_size, acc)
         for d in range(dim):
             out[r, h, d] = acc[d] / total
+
+
+@numba.njit(parallel=True, fastmath=True, cache=True)
+def _attention_kernel_8bit(q, k, v, k_scales, v_scales, tables, lengths, block_size, scale, out):
+    attend_8bit(q, k, v, k_scales, v_scales, tables, lengths, block_size, scale, out)
 
 
 def paged_decode_attention_cpu(
@@ -229,6 +240,13 @@ def paged_decode_attention_cpu(
             per_slot = [kv_scales[i].view(-1, heads).numpy() for i in (0, 1)]  # [slots, heads], views
             _attention_kernel_8bit(q_np, k, v, *per_slot, *rest)
     return out
+
+
+def launch(kernel, args: tuple) -> None:
+    """Run a numba kernel of this package on torch's thread count, one launch at a time."""
+    with _launches:
+        _use_torch_threads()
+        kernel(*args)
 
 
 def load_kernel(kv_cache: torch.Tensor, kv_scales: torch.Tensor | None = None) -> None:

@@ -36,13 +36,15 @@ class BartStack(nn.Module):
         )
         self.layer_norm = nn.LayerNorm(config.d_model) if pre_norm else None
 
+    def embed(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """[tokens] ids and positions -> [tokens, d_model]: what the first layer takes."""
+        hidden = self.embed_tokens(input_ids) * self.embed_scale
+        return self.layernorm_embedding(hidden + self.embed_positions(positions + POSITION_OFFSET))
+
     def forward(
         self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata, encoder_hidden=None
     ) -> torch.Tensor:
-        hidden = self.embed_tokens(input_ids) * self.embed_scale + self.embed_positions(
-            positions + POSITION_OFFSET
-        )
-        hidden = self.layernorm_embedding(hidden)
+        hidden = self.embed(input_ids, positions)
         for layer in self.layers:
             hidden = layer(hidden, meta, encoder_hidden)
         return hidden if self.layer_norm is None else self.layer_norm(hidden)

@@ -50,8 +50,12 @@ class WhisperDecoder(nn.Module):
         )
         self.layer_norm = nn.LayerNorm(config.d_model)
 
+    def embed(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """[tokens] ids and positions -> [tokens, d_model]: what the first layer takes."""
+        return self.embed_tokens(input_ids) + self.embed_positions(positions)
+
     def forward(self, input_ids, positions, meta: AttentionMetadata, encoder_hidden=None) -> torch.Tensor:
-        hidden = self.embed_tokens(input_ids) + self.embed_positions(positions)
+        hidden = self.embed(input_ids, positions)
         for layer in self.layers:
             hidden = layer(hidden, meta, encoder_hidden)
         return self.layer_norm(hidden)

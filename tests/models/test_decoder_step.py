@@ -1,0 +1,142 @@
+"""The numba decode step (models/decoder_step.py over kernels/cpu_decoder_step.py) against its
+oracle: the same int8 model run by torch modules in float32 over the dequantized codes (codes x
+scale), which is what the numba step computes up to summation order. In both engines the
+decoder's modules are made such float Linears after the numba step took the codes, so prefills
+agree and only the decode steps differ in who computes them. Also: which models and caches it
+takes, and real speech (the bundled tiny.en on jfk.flac) with its words."""
+
+import pytest
+import torch
+from oracle import JFK, JFK_WORDS, random_prompts, words
+from tiny_whisper import synthetic_clip
+from torch import nn
+
+import scriba
+from scriba import Engine, SamplingParams
+from scriba.config import EngineConfig
+from scriba.models import decoder_step, quantize
+from scriba.models.decoder_step import MAX_ROWS, int8_linear
+from scriba.transcription.engine_settings import speech_config
+
+PARAMS = SamplingParams(max_tokens=24, ignore_eos=True, logprobs=1)
+LOGPROB_TOLERANCE = 1e-3  # float32 summation order only; measured ~1e-5
+
+
+class CountedStep:
+    """The runner's numba step, counting the decode steps it ran."""
+
+    def __init__(self, step):
+        self.step, self.calls = step, 0
+        self.fits, self.logits, self.load_kernels = step.fits, step.logits, step.load_kernels
+
+    def __call__(self, *args):
+        self.calls += 1
+        return self.step(*args)
+
+
+def float_linear(module: nn.Module) -> nn.Linear:
+    q, scales, bias = int8_linear(module)
+    linear = nn.Linear(q.shape[1], q.shape[0])
+    with torch.no_grad():
+        linear.weight.copy_(q.float() * scales[:, None])
+        linear.bias.copy_(bias)
+    return linear
+
+
+def dequantized(engine: Engine) -> Engine:
+    """The engine with its decoder's int8 products and logits as float32 Linears of the same
+    codes (the cross-attention K/V projection, run at prefill only, stays int8 in both)."""
+    model = engine.model
+    int8 = (quantize.RowScaledLinear, quantize.WeightOnlyInt8Linear)
+    for name, module in list(model.model.decoder.named_modules()):
+        if isinstance(module, int8) and not name.endswith("encoder_attn.kv_proj"):
+            quantize._replace(model.model.decoder, name, float_linear(module))
+    model.quantized_head = float_linear(model.quantized_head)
+    return engine
+
+
+def greedy(engine, prompts):
+    return [(o.outputs[0].token_ids, o.outputs[0].logprobs) for o in engine.generate(prompts, PARAMS)]
+
+
+def assert_same_decoding(reference, numba, prompts):
+    expected, got = greedy(reference, prompts), greedy(numba, prompts)
+    for (a, a_lp), (b, b_lp) in zip(expected, got):
+        assert a == b
+        for i, token in enumerate(a):
+            assert abs(a_lp[i][token].logprob - b_lp[i][token].logprob) < LOGPROB_TOLERANCE
+
+
+def engines(path: str, **settings) -> tuple[Engine, Engine, CountedStep]:
+    common = dict(device="cpu", quantization="int8", num_kv_blocks=800, **settings)
+    numba = Engine(path, decoder_runtime="numba", **common)
+    counted = numba.runner.decode_step = CountedStep(numba.runner.decode_step)
+    return dequantized(Engine(path, decoder_runtime="torch", **common)), dequantized(numba), counted
+
+
+@pytest.mark.parametrize("kv", ["auto", "int8"])
+@pytest.mark.parametrize("weight_only", [True, False])
+def test_whisper_decode_steps_equal_the_float_modules(tiny_whispers, monkeypatch, kv, weight_only):
+    """Both int8 layer kinds (weight-only on bfloat16 CPUs, fbgemm's elsewhere), float32 and int8
+    caches; 3 clips at once (every decode step numba's), then 7 (steps above MAX_ROWS rows go to
+    the modules until requests finish)."""
+    monkeypatch.setattr(quantize, "native_bfloat16", lambda: weight_only)
+    reference, numba, counted = engines(tiny_whispers["multilingual"][0], kv_cache_dtype=kv)
+    clips = [{"audio": synthetic_clip(seconds, seed)} for seed, seconds in enumerate([2.0, 7.5, 20.0])]
+    assert_same_decoding(reference, numba, clips)
+    assert counted.calls == PARAMS.max_tokens - 1  # every step but the prefill
+    more = [{"audio": synthetic_clip(1.0 + seed, seed)} for seed in range(MAX_ROWS + 3)]
+    assert_same_decoding(reference, numba, more)
+
+
+def test_mbart_decode_steps_equal_the_float_modules(tiny_mbart):
+    """A pre-norm text decoder (its embedding scaled and normed, positions offset)."""
+    reference, numba, counted = engines(tiny_mbart[0])
+    prompts = [{"prompt_token_ids": p} for p in random_prompts(MAX_ROWS, seed=4, max_len=60)]
+    assert_same_decoding(reference, numba, prompts)
+    assert counted.calls > 0
+
+
+def test_what_it_runs_and_what_it_refuses(tiny_whispers, tiny_bart):
+    whisper = tiny_whispers["english"][0]
+    assert Engine(whisper, device="cpu", quantization="int8").runner.decode_step is not None  # auto
+    assert (
+        Engine(whisper, device="cpu", quantization="int8", decoder_runtime="torch").runner.decode_step is None
+    )
+    assert Engine(whisper, device="cpu").runner.decode_step is None  # float32: the exact mode stays torch's
+    assert Engine(tiny_bart[0], device="cpu", quantization="int8").runner.decode_step is None
+    refused = {
+        "not a pre-norm stack": (tiny_bart[0], dict(quantization="int8")),
+        "quantization='int8'": (whisper, {}),
+        "bfloat16": (whisper, dict(quantization="int8", kv_cache_dtype="bfloat16")),
+        "numba attention backend": (whisper, dict(quantization="int8", attention_backend="torch")),
+    }
+    for why, (path, settings) in refused.items():
+        with pytest.raises(ValueError, match=why):
+            Engine(path, device="cpu", decoder_runtime="numba", **settings)
+    with pytest.raises(ValueError, match="decoder_runtime must be one of"):
+        EngineConfig(device="cpu", decoder_runtime="openvino")
+
+
+def test_stacked_codes_are_the_layers_own(tiny_whispers, monkeypatch):
+    """The weight-only layers read the stacked codes (one copy), which equal their own."""
+    monkeypatch.setattr(quantize, "native_bfloat16", lambda: True)
+    engine = Engine(tiny_whispers["english"][0], device="cpu", quantization="int8")
+    step, layer = engine.runner.decode_step, engine.model.model.decoder.layers[1]
+    fc1 = step.weights[decoder_step._KINDS.index(("fc1",))]
+    assert layer.fc1.int8_weight.data_ptr() == torch.from_numpy(fc1[1]).data_ptr()
+    q, scales, _ = int8_linear(engine.model.quantized_head)
+    assert torch.equal(torch.from_numpy(step.head[0]), q) and torch.equal(
+        torch.from_numpy(step.head[1]), scales
+    )
+
+
+def test_real_speech_keeps_its_words():
+    engine = Engine(**speech_config({}))
+    assert engine.runner.decode_step is not None  # the CPU default runs it
+    numba = scriba.transcribe(JFK, word_timestamps=True)
+    modules = scriba.transcribe(JFK, word_timestamps=True, decoder_runtime="torch")
+    assert words(numba.text) == words(modules.text) == JFK_WORDS
+    pairs = zip((w for s in numba.segments for w in s.words), (w for s in modules.segments for w in s.words))
+    for a, b in pairs:
+        assert a.word == b.word and abs(a.start - b.start) <= 0.1 and abs(a.end - b.end) <= 0.1
