@@ -38,6 +38,13 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "openvino, bfloat16 where the CPU has it; torch: PyTorch's int8 layers)",
     )
     parser.add_argument(
+        "--decoder-runtime",
+        default=None,
+        choices=["auto", "torch", "numba"],
+        help="what runs the decoder's steps of a few rows on the CPU (auto: numba with int8 "
+        "weights, one call a step over the int8 codes and the paged cache; torch: the modules)",
+    )
+    parser.add_argument(
         "--threads", type=int, default=None, help="CPU threads (default: one per physical core)"
     )
 
@@ -46,6 +53,8 @@ def engine_options(args: argparse.Namespace) -> dict:
     kv = {} if args.kv_cache_dtype == "auto" else {"kv_cache_dtype": args.kv_cache_dtype}
     if args.encoder_runtime:
         kv["encoder_runtime"] = args.encoder_runtime
+    if args.decoder_runtime:
+        kv["decoder_runtime"] = args.decoder_runtime
     return {
         "device": args.device,
         "dtype": args.dtype,

@@ -129,7 +129,8 @@ def test_summarize_a_transcript_json_with_sections(tiny_bart, tmp_path):
 
 def test_transcribe_in_the_cpu_modes():
     """--quantization int8 and --dtype bfloat16, with --threads, and the int8 default with a
-    bfloat16, fp8 or int8 KV cache give jfk's words; a KV cache dtype that does not fit is one line."""
+    bfloat16, fp8 or int8 KV cache or the decoder's steps in torch give jfk's words; a KV cache
+    dtype or a decoder runtime that does not fit is one line."""
     from oracle import JFK_WORDS, words
 
     modes = (
@@ -138,6 +139,7 @@ def test_transcribe_in_the_cpu_modes():
         ["--kv-cache-dtype", "bfloat16"],
         ["--kv-cache-dtype", "fp8"],
         ["--kv-cache-dtype", "int8"],
+        ["--decoder-runtime", "torch"],
     )
     for options in modes:
         result = scriba("transcribe", JFK, "--device", "cpu", *options)
@@ -148,6 +150,9 @@ def test_transcribe_in_the_cpu_modes():
     assert len(bad.stderr.strip().splitlines()) == 1
     bad = scriba("transcribe", JFK, "--device", "cpu", "--dtype", "float16", "--kv-cache-dtype", "bfloat16")
     assert bad.returncode == 1 and "the cache is in the compute dtype" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+    bad = scriba("transcribe", JFK, "--device", "cpu", "--dtype", "float32", "--decoder-runtime", "numba")
+    assert bad.returncode == 1 and "decoder_runtime='numba' cannot run this model" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
 
 
