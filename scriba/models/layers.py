@@ -135,11 +135,14 @@ class MultiHeadAttention(nn.Module):
         hidden: torch.Tensor,  # [num_tokens, embed_dim]
         meta: AttentionMetadata,
         encoder_hidden: torch.Tensor | None = None,  # [num_encoder_tokens, embed_dim], cross only
+        cross_kv: torch.Tensor | None = None,  # [num_encoder_tokens, 2 * embed_dim]: kv_proj's, made
     ) -> torch.Tensor:
         if self.attn_type is AttentionType.CROSS:
             q = self.q_proj(hidden)
             k = v = None
-            if encoder_hidden is not None and encoder_hidden.shape[0]:
+            if cross_kv is not None:
+                k, v = cross_kv.chunk(2, dim=-1)
+            elif encoder_hidden is not None and encoder_hidden.shape[0]:
                 k, v = self.kv_proj(encoder_hidden).chunk(2, dim=-1)
         else:
             q, k, v = self.qkv_proj(hidden).chunk(3, dim=-1)
@@ -177,13 +180,16 @@ class EncoderDecoderLayer(nn.Module):
         return norm(hidden + block(hidden))
 
     def forward(
-        self, hidden: torch.Tensor, meta: AttentionMetadata, encoder_hidden: torch.Tensor | None = None
+        self,
+        hidden: torch.Tensor,
+        meta: AttentionMetadata,
+        encoder_hidden: torch.Tensor | None = None,
+        cross_kv: torch.Tensor | None = None,  # this layer's cross K/V, made elsewhere (MultiHeadAttention)
     ) -> torch.Tensor:
         hidden = self._residual(hidden, self.self_attn_layer_norm, lambda h: self.self_attn(h, meta))
         if hasattr(self, "encoder_attn"):
-            hidden = self._residual(
-                hidden, self.encoder_attn_layer_norm, lambda h: self.encoder_attn(h, meta, encoder_hidden)
-            )
+            cross = lambda h: self.encoder_attn(h, meta, encoder_hidden, cross_kv)  # noqa: E731
+            hidden = self._residual(hidden, self.encoder_attn_layer_norm, cross)
         return self._residual(
             hidden, self.final_layer_norm, lambda h: self.fc2(self.activation_fn(self.fc1(h)))
         )

@@ -54,10 +54,14 @@ class WhisperDecoder(nn.Module):
         """[tokens] ids and positions -> [tokens, d_model]: what the first layer takes."""
         return self.embed_tokens(input_ids) + self.embed_positions(positions)
 
-    def forward(self, input_ids, positions, meta: AttentionMetadata, encoder_hidden=None) -> torch.Tensor:
+    def forward(
+        self, input_ids, positions, meta: AttentionMetadata, encoder_hidden=None, cross_kv=None
+    ) -> torch.Tensor:
+        """cross_kv: each layer's cross-attention K/V [encoder tokens, 2 * d_model], made by the
+        encoder's runtime, in place of encoder_hidden."""
         hidden = self.embed(input_ids, positions)
-        for layer in self.layers:
-            hidden = layer(hidden, meta, encoder_hidden)
+        for i, layer in enumerate(self.layers):
+            hidden = layer(hidden, meta, encoder_hidden, None if cross_kv is None else cross_kv[i])
         return self.layer_norm(hidden)
 
 
@@ -140,21 +144,23 @@ class WhisperForConditionalGeneration(EncoderDecoderModel):
         encoder_inputs: torch.Tensor | None = None,  # [num_requests, mel_bins, num_frames]
         encoder_positions: torch.Tensor | None = None,  # unused: every window has all positions
     ) -> torch.Tensor:  # [num_decoder_tokens, d_model]
-        encoder_hidden = None
+        encoder_hidden = cross_kv = None
         if meta.num_encoder_tokens and self.encoder_runtime is not None:
-            encoder_hidden = self.encoder_runtime(encoder_inputs)
+            cross_kv = self.encoder_runtime(encoder_inputs)  # each decoder layer's K/V, made with the states
         elif meta.num_encoder_tokens:
             encoder_hidden = self.model.encoder(encoder_inputs, meta)
-        return self.model.decoder(input_ids, positions, meta, encoder_hidden)
+        return self.model.decoder(input_ids, positions, meta, encoder_hidden, cross_kv)
 
     def compile_encoder(self, runtime: str, num_threads: int) -> None:
-        """runtime "openvino": the encoder as an OpenVINO graph of the same weights; the torch
-        encoder layers are dropped (the graph holds its own copy)."""
+        """runtime "openvino": the encoder, and every decoder layer's cross-attention K/V of its
+        states, as one OpenVINO graph of the same weights; the torch encoder layers are dropped
+        (the graph holds its own copy)."""
         if runtime != "openvino":
             return super().compile_encoder(runtime, num_threads)
         from scriba.whisper.openvino_encoder import OpenVINOEncoder
 
-        self.encoder_runtime = OpenVINOEncoder(self.model.encoder, num_threads)
+        projections = [layer.encoder_attn.kv_proj for layer in self.model.decoder.layers]
+        self.encoder_runtime = OpenVINOEncoder(self.model.encoder, num_threads, cross_kv=projections)
         self.model.encoder.layers = nn.ModuleList()
 
     def cross_attentions(

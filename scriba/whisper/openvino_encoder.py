@@ -42,16 +42,26 @@ def host_precision(core) -> str:
 
 
 class OpenVINOEncoder:
-    """Callable: features [num_windows, mel_bins, frames] (float32) -> [num_windows * positions,
-    d_model] (float32), the same contract as WhisperEncoder.forward."""
+    """Callable: features [num_windows, mel_bins, frames] (float32) -> a list of float32 outputs:
+    [the states [num_windows * positions, d_model]], as WhisperEncoder.forward; or, built with
+    the decoder's cross-attention K/V projections (`cross_kv`), each decoder layer's K/V of those
+    states [num_windows * positions, 2 * d_model] in the same graph, so the runtime that makes
+    the states also makes the 1,500-row products of every decoder layer from them (tiny.en: 4
+    projections of 1,500 x 384 -> 768 a window, 10+ ms in PyTorch's int8 layers on 2 cores)."""
 
-    def __init__(self, encoder: torch.nn.Module, num_threads: int, precision: str | None = None):
+    def __init__(
+        self,
+        encoder: torch.nn.Module,
+        num_threads: int,
+        precision: str | None = None,
+        cross_kv: list[torch.nn.Linear] | None = None,
+    ):
         ov = import_openvino()
         core = ov.Core()
         self.precision = precision or host_precision(core)
         if self.precision not in PRECISIONS:
             raise ValueError(f"OpenVINO encoder precision must be one of {PRECISIONS}, got {precision!r}")
-        graph = build_encoder_graph(encoder, int8_weights=self.precision == "int8")
+        graph = build_encoder_graph(encoder, self.precision == "int8", cross_kv)
         settings = {
             "INFERENCE_PRECISION_HINT": "bf16" if self.precision == "bf16" else "f32",
             # OpenVINO's default group size (32) for the int8 weights' dynamic quantization
@@ -61,17 +71,18 @@ class OpenVINOEncoder:
         }
         self.compiled = core.compile_model(graph, "CPU", settings)
         self.request = self.compiled.create_infer_request()  # the engine's one thread uses it
-        self.d_model = encoder.layer_norm.weight.shape[0]
+        self.projects_cross_kv = bool(cross_kv)
 
-    def __call__(self, features: torch.Tensor) -> torch.Tensor:
+    def __call__(self, features: torch.Tensor) -> list[torch.Tensor]:
         x = features.detach().to(torch.float32).contiguous().numpy()
-        out = self.request.infer([x])[0]  # a copy: the request's buffer is reused next call
-        return torch.from_numpy(out).view(-1, self.d_model)
+        outputs = self.request.infer([x])  # copies: the request's buffers are reused next call
+        return [torch.from_numpy(outputs[i]) for i in range(len(self.compiled.outputs))]
 
 
-def build_encoder_graph(encoder: torch.nn.Module, int8_weights: bool):
+def build_encoder_graph(encoder: torch.nn.Module, int8_weights: bool, cross_kv: list | None = None):
     """The OpenVINO model of a Scriba WhisperEncoder (float weights: build it before int8
-    quantization replaces them)."""
+    quantization replaces them), its output the states [B * P, d_model], or with `cross_kv`
+    (Linears d_model -> 2 * d_model) their products, one output each."""
     ov = import_openvino()
     from openvino import opset13 as op
 
@@ -87,7 +98,8 @@ def build_encoder_graph(encoder: torch.nn.Module, int8_weights: bool):
     hidden = _layer_norm(op, hidden, encoder.layer_norm)
     d_model = encoder.layer_norm.weight.shape[0]
     out = op.reshape(hidden, _const(op, np.array([-1, d_model], np.int64)), False)  # [B * P, d]
-    return ov.Model([out], [features], "whisper_encoder")
+    outputs = [_linear(op, out, linear, int8_weights) for linear in cross_kv] if cross_kv else [out]
+    return ov.Model(outputs, [features], "whisper_encoder")
 
 
 def _encoder_layer(op, hidden, layer, int8_weights: bool):

@@ -31,13 +31,31 @@ def test_the_graph_computes_transformers_encoder(tiny_whispers, precision, toler
     features = torch.randn(3, 128, 3000, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         expected = hf.model.encoder(features).last_hidden_state  # [3, 1500, d_model]
-    got = encoder(features)
+    [got] = encoder(features)
     assert got.shape == (3 * 1500, expected.shape[-1])
     assert _relative_error(got, expected.flatten(0, 1)) < tolerance
-    alone = encoder(features[1:2])  # a window's states do not depend on its batch
+    [alone] = encoder(features[1:2])  # a window's states do not depend on its batch
     assert _relative_error(alone, expected[1]) < tolerance
     if precision == "f32":
         assert torch.allclose(alone, got[1500:3000], atol=1e-5)
+
+
+@pytest.mark.parametrize("precision, tolerance", [("f32", 1e-5), ("bf16", 0.03)])
+def test_the_graph_makes_each_decoder_layers_cross_kv(tiny_whispers, precision, tolerance):
+    """Built with the decoder's K/V projections, the graph's outputs are each decoder layer's
+    cross-attention K/V of the states (what the layers' kv_proj would make of them)."""
+    folder, hf = tiny_whispers["multilingual"]
+    model, _ = load_model(folder, "cpu", torch.float32)
+    projections = [layer.encoder_attn.kv_proj for layer in model.model.decoder.layers]
+    encoder = OpenVINOEncoder(model.model.encoder, 2, precision, cross_kv=projections)
+    features = torch.randn(2, 80, 3000, generator=torch.Generator().manual_seed(1))
+    outputs = encoder(features)
+    with torch.no_grad():
+        states = hf.model.encoder(features).last_hidden_state.flatten(0, 1)  # [2 * 1500, d_model]
+        expected = [kv_proj(states) for kv_proj in projections]
+    assert len(outputs) == len(projections) > 1 and encoder.projects_cross_kv
+    for got, kv in zip(outputs, expected):
+        assert got.shape == kv.shape and _relative_error(got, kv) < tolerance
 
 
 def test_the_engine_transcribes_jfk_with_it():
