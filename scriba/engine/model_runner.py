@@ -36,7 +36,7 @@ from scriba.kernels.context_reads import group_context_reads
 from scriba.kernels.kv8 import is_8bit, new_kv_scales
 from scriba.kernels.kv_cache import copy_blocks, new_kv_cache, swap_blocks
 from scriba.kernels.to_device import stack_to_device, to_device
-from scriba.models.decoder_step import NumbaDecoderStep, unsupported
+from scriba.models.decoder_step import MAX_ROWS, NumbaDecoderStep, unsupported
 
 if TYPE_CHECKING:
     from scriba.engine.block_manager import BlockManager
@@ -220,12 +220,12 @@ class ModelRunner:
         else:
             encoder = (step.encoder_inputs, step.encoder_positions)
             hidden = self.model(step.input_ids, step.positions, step.meta, *encoder)
-            logits = self.model.compute_logits(hidden[step.sample_indices]).float()
+            logits = self._logits(hidden[step.sample_indices])
         asked = None
         if step.prompt_logprob_queries:  # raw log-probs at prompt positions, before any rule
             queries = step.prompt_logprob_queries
             index = to_device([i for _, i, _ in queries], self.device)
-            logprobs = self.model.compute_logits(hidden[index]).float().log_softmax(dim=-1)
+            logprobs = self._logits(hidden[index]).log_softmax(dim=-1)
             asked = logprobs.gather(1, to_device([[t] for _, _, t in queries], self.device))[:, 0]
         rows = [self._sample_row(group, seq) for group, seq in step.rows]
         seqs = [(seq.seq_id, seq.token_ids) for _, seq in step.rows]
@@ -233,6 +233,13 @@ class ModelRunner:
         history = _memo(lambda: self.history.rows(seqs, late)[0])
         samples = sample_on_device(logits, rows, history, prompt_logprobs=asked)
         return LaunchedStep(step.rows, samples, step.prompt_logprob_queries)
+
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """[rows, d_model] -> [rows, vocab] float32: a few rows from the numba step's int8 codes
+        (one read of the output projection, no activation rounding), else the model's."""
+        if self.decode_step is not None and hidden.shape[0] <= MAX_ROWS:
+            return self.decode_step.logits(hidden)
+        return self.model.compute_logits(hidden).float()
 
     @staticmethod
     def _sample_row(group: SequenceGroup, seq: Sequence) -> SampleRow:
