@@ -68,8 +68,8 @@ class EngineConfig:
     encoder_runtime: str = "torch"
     # What executes the decoder's decode-only steps of a few rows (a lone request's). "numba": the
     # whole stack and the logits as one numba call each over the int8 weights and the paged cache
-    # (models/decoder_step.py; CPU, quantization="int8", a pre-norm decoder, a float32 or int8
-    # cache); "torch": the modules. "auto": "numba" where it runs, else "torch".
+    # (models/decoder_step.py; CPU, quantization="int8", a pre-norm decoder, a float32, float16,
+    # bfloat16 or int8 cache); "torch": the modules. "auto": "numba" where it runs, else "torch".
     decoder_runtime: str = "auto"
 
     def __post_init__(self) -> None:
@@ -144,14 +144,11 @@ class EngineConfig:
         kv = self.kv_cache_dtype
         if kv not in _KV_CACHE_DTYPES:
             raise ValueError(f"kv_cache_dtype must be one of {_KV_CACHE_DTYPES}, got {kv!r}")
-        if kv not in ("auto", "fp8", "int8", self.dtype) and (kv, self.dtype, on_gpu) != (
-            "bfloat16",
-            "float32",
-            False,
-        ):
+        half_under_float32 = kv in ("float16", "bfloat16") and (self.dtype, on_gpu) == ("float32", False)
+        if kv not in ("auto", "fp8", "int8", self.dtype) and not half_under_float32:
             raise ValueError(
                 f"kv_cache_dtype={kv!r} with dtype={self.dtype!r}: the cache is in the compute dtype, "
-                "or bfloat16 under float32 on the CPU, or 8-bit (fp8, int8)"
+                "or float16 or bfloat16 under float32 on the CPU, or 8-bit (fp8, int8)"
             )
 
     def _check_encoder_runtime(self, on_gpu: bool) -> None:

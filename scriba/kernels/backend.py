@@ -2,7 +2,7 @@
 
 - "torch": plain torch ops; runs anywhere; the oracle of the others.
 - "numba": the torch path with decode attention in the numba kernel of cpu_paged_attention.py
-  (float32 compute on the CPU, over a float32 or a bfloat16 cache); what "auto" picks there.
+  (float32 compute on the CPU, over a float32, float16 or bfloat16 cache); what "auto" picks there.
 - "triton": the Triton KV-cache write and paged decode kernels, torch prefill. Runs on CUDA,
   or on the CPU under TRITON_INTERPRET=1 (how CI tests the kernels inside the engine).
 - "cuda": flash varlen prefill (flash-attn, else PyTorch's built-in flash kernel) plus the
@@ -91,15 +91,17 @@ def get_backend(
     kv_cache_dtype: torch.dtype | None = None,
 ) -> TorchBackend:
     """ "auto": "cuda" on a GPU with Triton installed, "numba" on the CPU in float32, else
-    "torch". A KV cache in another dtype than the compute `dtype` is bfloat16 under float32 on
-    the CPU only, read by "numba", or 8-bit (kv8.py: fp8 or int8), which every backend reads."""
+    "torch". A KV cache in another dtype than the compute `dtype` is float16 or bfloat16 under
+    float32 on the CPU only, read by "numba", or 8-bit (kv8.py: fp8 or int8), which every backend
+    reads."""
     device = torch.device(device)
     kv_cache_dtype = kv_cache_dtype or dtype
     if kv_cache_dtype != dtype and not is_8bit(kv_cache_dtype):
-        if (kv_cache_dtype, dtype, device.type) != (torch.bfloat16, torch.float32, "cpu"):
+        half = kv_cache_dtype in (torch.float16, torch.bfloat16)
+        if not half or (dtype, device.type) != (torch.float32, "cpu"):
             raise ValueError(
                 f"a {kv_cache_dtype} KV cache under {dtype} compute runs only on the CPU "
-                "(bfloat16 under float32)"
+                "(float16 or bfloat16 under float32)"
             )
         if name not in ("auto", "numba"):
             raise ValueError(f"the {name!r} attention backend reads the cache in the compute dtype")

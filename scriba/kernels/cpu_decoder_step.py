@@ -16,26 +16,33 @@ Per layer l, for each row r (one decode token):
     h += fc2(act(fc1(LN3(h))));  and the stack's final LN at the end
 
 The weights come stacked by kind over layers (DecoderWeights), the caches as one [2, H, slots, D]
-array per layer (float32, or int8 codes with [slots, H] scales per K and V).
+array per layer (float32, float16 or bfloat16 as their bits, or int8 codes with [slots, H] scales
+per K and V).
 """
 
 from __future__ import annotations
 
 import math
+import platform
 
 import numba
 import numpy as np
+from llvmlite import binding as llvm
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic, overload
 
-from scriba.kernels.cpu_paged_attention import attend, attend_8bit
+from scriba.kernels.cpu_paged_attention import attention_kernel, attention_kernel_8bit, narrow
 
 GELU, RELU = 0, 1  # the activations the step knows (EncoderDecoderLayer.activation_fn)
 _CHUNK = 32  # output features per task of a product: a task reads 32 weight rows
 
 
-@numba.njit(fastmath=True, inline="always")
-def _linear(w, scales, bias, x, out):
-    """out[r] = (w @ x[r]) * scales + bias: w [out, in] int8, x [R, in] float32, in parallel
-    over chunks of output features (each weight row read once for every row of x)."""
+@numba.njit(parallel=True, fastmath=True, cache=True)
+def int8_matvec(w, scales, bias, x, out):
+    """out [R, out] = (x @ w.T) * scales + bias for a few rows x [R, in] float32, w [out, in] int8:
+    each of the step's products and its logits (tiny.en's 51,864 x 384 codes), in parallel over
+    chunks of output features, each weight row read once for every row of x."""
     rows, size = x.shape
     n_out = w.shape[0]
     for c in numba.prange((n_out + _CHUNK - 1) // _CHUNK):
@@ -47,7 +54,7 @@ def _linear(w, scales, bias, x, out):
                 out[r, o] = acc * scales[o] + bias[o]
 
 
-@numba.njit(fastmath=True, inline="always")
+@numba.njit(fastmath=True)
 def _layer_norm(h, gamma, beta, eps, out):
     """out[r] = LN(h[r]) over the last axis, float32."""
     rows, size = h.shape
@@ -64,7 +71,7 @@ def _layer_norm(h, gamma, beta, eps, out):
             out[r, i] = (h[r, i] - mean) * inv * gamma[i] + beta[i]
 
 
-@numba.njit(fastmath=True, inline="always")
+@numba.njit(fastmath=True)
 def _activate(x, kind):
     rows, size = x.shape
     for r in range(rows):
@@ -80,53 +87,112 @@ def _activate(x, kind):
 
 @numba.njit
 def _write_float(kv, slots, cache):
-    """kv [2, R, H, D] float32 -> cache [2, H, slots, D] at each row's slot."""
+    """kv [2, R, H, D] float32 -> cache [2, H, slots, D] at each row's slot: float32, or float16
+    or bfloat16 as their bits, rounded as torch rounds (cpu_paged_attention.narrow)."""
+    like = cache[0, 0, 0, 0]
     for i in range(2):
         for r in range(slots.shape[0]):
             for h in range(kv.shape[2]):
-                cache[i, h, slots[r]] = kv[i, r, h]
+                for d in range(kv.shape[3]):
+                    cache[i, h, slots[r], d] = narrow(kv[i, r, h, d], like)
+
+
+_X86 = platform.machine().lower() in ("x86_64", "amd64")
+if _X86:
+    llvm.initialize_native_asmparser()  # numba's JIT reads inline assembly only with it
+
+
+@intrinsic
+def _divide(typingctx, a, b):
+    """a / b in float32, rounded as IEEE division. numba compiles the functions a fast-math
+    parallel kernel calls with its flags, every fdiv included, and LLVM then turns x / s into
+    x * (1 / s), a last bit off now and then; on x86-64 the division is SSE's divss in inline
+    assembly, which no flag reaches (elsewhere a plain fdiv)."""
+    if a != types.float32 or b != types.float32:
+        return None
+
+    def build(context, builder, sig, args):
+        if not _X86:
+            return builder.fdiv(*args)
+        f32 = ir.FloatType()
+        return builder.asm(ir.FunctionType(f32, [f32, f32]), "divss $2, $0", "=x,0,x", args, False)
+
+    return types.float32(a, b), build
 
 
 @numba.njit
 def _write_int8(kv, slots, cache, scales):
     """kv [2, R, H, D] float32 -> int8 codes in cache [2, H, slots, D] and each vector's scale in
-    scales [2, slots, H]: kv8.quantize's arithmetic (largest |value| at 127, round half to even),
-    without fastmath, so the codes equal the torch path's."""
+    scales [2, slots, H]: kv8.quantize's arithmetic (largest |value| at 127, round half to even,
+    IEEE division), so the codes and scales equal the torch path's."""
     for i in range(2):
         for r in range(slots.shape[0]):
             for h in range(kv.shape[2]):
                 x = kv[i, r, h]
-                scale = max(np.max(np.abs(x)) / np.float32(127.0), np.float32(1e-12))
+                scale = max(_divide(np.max(np.abs(x)), np.float32(127.0)), np.float32(1e-12))
                 for d in range(x.shape[0]):
-                    code = min(max(np.rint(x[d] / scale), np.float32(-127.0)), np.float32(127.0))
+                    code = min(max(np.rint(_divide(x[d], scale)), np.float32(-127.0)), np.float32(127.0))
                     cache[i, h, slots[r], d] = np.int8(code)
                 scales[i, slots[r], h] = scale
 
 
-@numba.njit(fastmath=True, inline="always")
-def _attend_either(q, cache, scales, tables, lengths, block_size, scale, out):
-    """Attention over a float cache (scales of shape [2, 0, 0]) or an int8 one."""
-    if scales.shape[1]:
-        attend_8bit(q, cache[0], cache[1], scales[0], scales[1], tables, lengths, block_size, scale, out)
-    else:
-        attend(q, cache[0], cache[1], tables, lengths, block_size, scale, out)
+def _write(kv, slots, cache, scales):
+    """Typed by the overload below: the write for the cache's dtype."""
 
 
-@numba.njit(fastmath=True, inline="always")
-def _add_linear(weights, scales, biases, kind, layer, x, tmp, hidden):
-    """hidden += linear `kind` of `layer` applied to x."""
-    _linear(weights[kind][layer], scales[kind][layer], biases[kind][layer], x, tmp)
+@overload(_write)
+def _write_for(kv, slots, cache, scales):
+    if cache.dtype == types.int8:
+        return lambda kv, slots, cache, scales: _write_int8(kv, slots, cache, scales)
+    return lambda kv, slots, cache, scales: _write_float(kv, slots, cache)
+
+
+def _attend(q, cache, scales, tables, lengths, block_size, scale, out):
+    """Typed by the overload below: cpu_paged_attention's kernel for the cache's dtype (only
+    that one compiles)."""
+
+
+@overload(_attend)
+def _attend_for(q, cache, scales, tables, lengths, block_size, scale, out):
+    if cache.dtype == types.int8:
+
+        def attend_8bit(q, cache, scales, tables, lengths, block_size, scale, out):
+            k, v, ks, vs = cache[0], cache[1], scales[0], scales[1]
+            attention_kernel_8bit(q, k, v, ks, vs, tables, lengths, block_size, scale, out)
+
+        return attend_8bit
+
+    def attend(q, cache, scales, tables, lengths, block_size, scale, out):
+        attention_kernel(q, cache[0], cache[1], tables, lengths, block_size, scale, out)
+
+    return attend
+
+
+@numba.njit(fastmath=True)
+def _add_linear(w, scales, bias, x, tmp, hidden):
+    """hidden += x @ w.T * scales + bias (int8_matvec into tmp)."""
+    int8_matvec(w, scales, bias, x, tmp)
     for r in range(hidden.shape[0]):
         for i in range(hidden.shape[1]):
             hidden[r, i] += tmp[r, i]
 
 
-QKV, OUT, CROSS_Q, CROSS_OUT, FC1, FC2 = range(6)  # the order of DecoderWeights' tuples
+def scratch(rows: int, dim: int, heads: int, ffn_dim: int) -> tuple:
+    """The step's work buffers for `rows` rows: (x, tmp, tmp as heads, qkv, q, kv, attn, attn as
+    rows). Made here, views included, because numba's reshape compiles its error messages
+    (seconds of a first run) and a step need not allocate."""
+    tmp = np.empty((rows, dim), np.float32)
+    attn = np.empty((rows, heads, dim // heads), np.float32)
+    x, qkv, q = np.empty_like(tmp), np.empty((rows, 3 * dim), np.float32), np.empty_like(attn)
+    kv = np.empty((2, *attn.shape), np.float32)
+    ffn = np.empty((rows, ffn_dim), np.float32)
+    return x, tmp, tmp.reshape(attn.shape), qkv, q, kv, attn, attn.reshape(rows, dim), ffn
 
 
-@numba.njit(parallel=True, fastmath=True, cache=True)
+@numba.njit(fastmath=True, cache=True)
 def decoder_step(
     hidden,
+    work,
     norms,
     final_norm,
     weights,
@@ -145,58 +211,39 @@ def decoder_step(
     scale,
 ):
     """hidden [R, D] float32 in place: the embedded tokens in, the final layer norm's output out.
-    norms [L, 3, 2, D] (gamma, beta of the self, cross and final layer norms); weights, scales,
-    biases: tuples of 6 (QKV .. FC2) [L, out, in] int8, [L, out], [L, out] float32; caches: L
-    arrays [2, H, slots, D]; cache_scales: L arrays [2, slots, H] (an int8 cache) or [2, 0, 0]."""
+    work: scratch(R, ...); norms [L, 3, 2, D] (gamma, beta of the self, cross and final layer
+    norms); weights, scales, biases: tuples of 6 (QKV, OUT, CROSS_Q, CROSS_OUT, FC1, FC2) [L, out,
+    in] int8, [L, out], [L, out] float32; caches: L arrays [2, H, slots, D]; cache_scales: L
+    arrays [2, slots, H] (an int8 cache) or [2, 0, 0]. The step is serial; its products and
+    attention are the parallel kernels it calls (each compiled once, whatever calls it)."""
     rows, dim = hidden.shape
-    heads = caches[0].shape[1]
-    head_dim = dim // heads
-    x = np.empty((rows, dim), np.float32)
-    tmp = np.empty((rows, dim), np.float32)
-    qkv = np.empty((rows, 3 * dim), np.float32)
-    q = np.empty((rows, heads, head_dim), np.float32)
-    kv = np.empty((2, rows, heads, head_dim), np.float32)
-    attn = np.empty((rows, heads, head_dim), np.float32)
-    ffn = np.empty((rows, weights[FC1].shape[1]), np.float32)
+    x, tmp, tmp_heads, qkv, q, kv, attn, attn_rows, ffn = work
+    heads, head_dim = q.shape[1], q.shape[2]
+    w_qkv, w_out, w_cross_q, w_cross_out, w_fc1, w_fc2 = weights  # unpacked once: static indexing
+    s_qkv, s_out, s_cross_q, s_cross_out, s_fc1, s_fc2 = scales
+    b_qkv, b_out, b_cross_q, b_cross_out, b_fc1, b_fc2 = biases
     for layer in range(norms.shape[0]):
         cache, cache_scale = caches[layer], cache_scales[layer]
         _layer_norm(hidden, norms[layer, 0, 0], norms[layer, 0, 1], eps, x)
-        _linear(weights[QKV][layer], scales[QKV][layer], biases[QKV][layer], x, qkv)
+        int8_matvec(w_qkv[layer], s_qkv[layer], b_qkv[layer], x, qkv)
         for r in range(rows):
             for h in range(heads):
                 for d in range(head_dim):
                     q[r, h, d] = qkv[r, h * head_dim + d]
                     kv[0, r, h, d] = qkv[r, dim + h * head_dim + d]
                     kv[1, r, h, d] = qkv[r, 2 * dim + h * head_dim + d]
-        if cache_scale.shape[1]:
-            _write_int8(kv, slots, cache, cache_scale)
-        else:
-            _write_float(kv, slots, cache)
-        _attend_either(q, cache, cache_scale, self_tables, self_lens, block_size, scale, attn)
-        _add_linear(weights, scales, biases, OUT, layer, attn.reshape(rows, dim), tmp, hidden)
+        _write(kv, slots, cache, cache_scale)
+        _attend(q, cache, cache_scale, self_tables, self_lens, block_size, scale, attn)
+        _add_linear(w_out[layer], s_out[layer], b_out[layer], attn_rows, tmp, hidden)
         _layer_norm(hidden, norms[layer, 1, 0], norms[layer, 1, 1], eps, x)
-        _linear(weights[CROSS_Q][layer], scales[CROSS_Q][layer], biases[CROSS_Q][layer], x, tmp)
-        _attend_either(
-            tmp.reshape(rows, heads, head_dim),
-            cache,
-            cache_scale,
-            cross_tables,
-            cross_lens,
-            block_size,
-            scale,
-            attn,
-        )
-        _add_linear(weights, scales, biases, CROSS_OUT, layer, attn.reshape(rows, dim), tmp, hidden)
+        int8_matvec(w_cross_q[layer], s_cross_q[layer], b_cross_q[layer], x, tmp)
+        _attend(tmp_heads, cache, cache_scale, cross_tables, cross_lens, block_size, scale, attn)
+        _add_linear(w_cross_out[layer], s_cross_out[layer], b_cross_out[layer], attn_rows, tmp, hidden)
         _layer_norm(hidden, norms[layer, 2, 0], norms[layer, 2, 1], eps, x)
-        _linear(weights[FC1][layer], scales[FC1][layer], biases[FC1][layer], x, ffn)
+        int8_matvec(w_fc1[layer], s_fc1[layer], b_fc1[layer], x, ffn)
         _activate(ffn, act)
-        _add_linear(weights, scales, biases, FC2, layer, ffn, tmp, hidden)
+        _add_linear(w_fc2[layer], s_fc2[layer], b_fc2[layer], ffn, tmp, hidden)
     _layer_norm(hidden, final_norm[0], final_norm[1], eps, x)
-    hidden[:] = x
-
-
-@numba.njit(parallel=True, fastmath=True, cache=True)
-def int8_matvec(w, scales, bias, x, out):
-    """out [R, out] = (x @ w.T) * scales + bias for a few rows x [R, in] float32, w int8: the
-    logits of a decode step (tiny.en's 51,864 x 384 codes read once for all rows)."""
-    _linear(w, scales, bias, x, out)
+    for r in range(rows):
+        for i in range(dim):
+            hidden[r, i] = x[r, i]

@@ -1,4 +1,4 @@
-"""Paged decode attention on the CPU over a float32 or bfloat16 KV cache: a numba kernel.
+"""Paged decode attention on the CPU over a float32, float16 or bfloat16 KV cache: a numba kernel.
 
 Every decode step reads each sequence's whole context in every layer, and for Whisper that is
 a cross-attention context of 1,500 positions: on a 2-core CPU the step is bound by those reads.
@@ -81,7 +81,8 @@ def _softmax_weights(scores, n):
 @intrinsic
 def _as_float32(typingctx, x):
     """A cache element as a float32: a float32 as it is; a bfloat16 (its bits, a uint16) is the
-    top half of a float32, widened by shifting its bits up 16 (vectorizes with the loop)."""
+    top half of a float32, widened by shifting its bits up 16 (vectorizes with the loop); a
+    float16 comes as its bits in an int16 (numba has no float16 arrays)."""
     if x == types.float32:
         return types.float32(x), lambda context, builder, sig, args: args[0]
     if x == types.uint16:
@@ -92,11 +93,44 @@ def _as_float32(typingctx, x):
             return builder.bitcast(bits, ir.FloatType())
 
         return types.float32(x), widen
+    if x == types.int16:  # a float16 (its bits): widened by F16C's conversion
+
+        def widen_half(context, builder, sig, args):
+            return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+
+        return types.float32(x), widen_half
     if x == types.int8:  # an int8 code: its value (the scale is applied per position)
         return types.float32(x), lambda context, builder, sig, args: builder.sitofp(args[0], ir.FloatType())
     if x == types.uint8:  # an e4m3 code's bits (kv8.py never writes its NaN codes)
         return types.float32(x), _e4m3_to_float32
     return None
+
+
+@intrinsic
+def narrow(typingctx, x, like):
+    """A float32 as a cache element of `like`'s type, rounded to nearest even as torch's `.to`:
+    a float32 as it is; a bfloat16 (uint16 bits) its top half after adding half of the cut
+    part (ties to even); a float16 (int16 bits) by LLVM's fptrunc (F16C). 8-bit codes need a
+    scale (kv8.py): for them this is a plain conversion, so that a kernel's branch for float caches
+    types over every cache, never what writes them."""
+    if x != types.float32 or like not in (types.float32, types.uint16, types.int16, types.int8, types.uint8):
+        return None
+
+    def build(context, builder, sig, args):
+        value = args[0]
+        if like == types.float32:
+            return value
+        if like in (types.int8, types.uint8):
+            return builder.fptosi(value, ir.IntType(8))
+        if like == types.int16:
+            return builder.bitcast(builder.fptrunc(value, ir.HalfType()), ir.IntType(16))
+        i32 = ir.IntType(32)
+        bits = builder.bitcast(value, i32)
+        odd = builder.and_(builder.lshr(bits, ir.Constant(i32, 16)), ir.Constant(i32, 1))
+        rounded = builder.add(bits, builder.add(ir.Constant(i32, 0x7FFF), odd))
+        return builder.trunc(builder.lshr(rounded, ir.Constant(i32, 16)), ir.IntType(16))
+
+    return like(x, like), build
 
 
 def _e4m3_to_float32(context, builder, sig, args):
@@ -155,7 +189,7 @@ def attend(q, k, v, tables, lengths, block_size, scale, out):
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
-def _attention_kernel(q, k, v, tables, lengths, block_size, scale, out):
+def attention_kernel(q, k, v, tables, lengths, block_size, scale, out):
     attend(q, k, v, tables, lengths, block_size, scale, out)
 
 
@@ -204,7 +238,7 @@ def attend_8bit(q, k, v, k_scales, v_scales, tables, lengths, block_size, scale,
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
-def _attention_kernel_8bit(q, k, v, k_scales, v_scales, tables, lengths, block_size, scale, out):
+def attention_kernel_8bit(q, k, v, k_scales, v_scales, tables, lengths, block_size, scale, out):
     attend_8bit(q, k, v, k_scales, v_scales, tables, lengths, block_size, scale, out)
 
 
@@ -221,7 +255,7 @@ def paged_decode_attention_cpu(
     check_paged_args(q, kv_cache, block_tables, seq_lens)
     if kv_cache.dtype not in CACHE_DTYPES or q.dtype != torch.float32 or q.device.type != "cpu":
         raise ValueError(
-            "needs a CPU float32, bfloat16, fp8 or int8 cache and float32 q, "
+            "needs a CPU float32, float16, bfloat16, fp8 or int8 cache and float32 q, "
             f"got {kv_cache.dtype} and {q.dtype}"
         )
     if is_8bit(kv_cache.dtype) != (kv_scales is not None):
@@ -233,12 +267,12 @@ def paged_decode_attention_cpu(
     with _launches:
         _use_torch_threads()
         if kv_scales is None:
-            _attention_kernel(*args)
+            attention_kernel(*args)
         else:
             q_np, k, v, *rest = args
             heads = kv_scales.shape[3]
             per_slot = [kv_scales[i].view(-1, heads).numpy() for i in (0, 1)]  # [slots, heads], views
-            _attention_kernel_8bit(q_np, k, v, *per_slot, *rest)
+            attention_kernel_8bit(q_np, k, v, *per_slot, *rest)
     return out
 
 
@@ -258,11 +292,11 @@ def load_kernel(kv_cache: torch.Tensor, kv_scales: torch.Tensor | None = None) -
     one = torch.ones(1, 1, dtype=torch.int32)
     args = _kernel_args(q, kv_cache, one, one[0], 1.0, torch.empty(q.shape))
     if kv_scales is None:
-        _attention_kernel.compile(tuple(numba.typeof(a) for a in args))
+        attention_kernel.compile(tuple(numba.typeof(a) for a in args))
         return
     per_slot = [kv_scales[i].view(-1, kv_scales.shape[3]).numpy() for i in (0, 1)]
     args = (*args[:3], *per_slot, *args[3:])
-    _attention_kernel_8bit.compile(tuple(numba.typeof(a) for a in args))
+    attention_kernel_8bit.compile(tuple(numba.typeof(a) for a in args))
 
 
 def _kernel_args(q, kv_cache, block_tables, seq_lens, scale: float, out) -> tuple:
@@ -287,6 +321,7 @@ def _kernel_args(q, kv_cache, block_tables, seq_lens, scale: float, out) -> tupl
 CACHE_DTYPES = {  # -> what numba reads
     torch.float32: torch.float32,
     torch.bfloat16: torch.uint16,
+    torch.float16: torch.int16,
     torch.float8_e4m3fn: torch.uint8,
     torch.int8: torch.int8,
 }

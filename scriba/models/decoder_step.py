@@ -3,12 +3,15 @@
 
 `NumbaDecoderStep(model)` gathers the int8 weights of the decoder's layers and of the logits
 (quantize.py's modules' own codes and scales), the layers' stacked by kind; the model runner
-hands it the decode-only steps it `fits` (up to MAX_ROWS rows over a float32 or int8 cache bound
-to the layers), every other step stays with the modules. Products are in float32 over the int8
-codes (no activation rounding): the int8 model's weights, computed as a float32 model would.
+hands it the decode-only steps it `fits` (up to MAX_ROWS rows over a float32, float16, bfloat16
+or int8 cache bound to the layers), every other step stays with the modules. Products are in
+float32 over the int8 codes (no activation rounding): the int8 model's weights, computed as a
+float32 model would.
 """
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -22,7 +25,7 @@ from scriba.models.quantize import RowScaledLinear, WeightOnlyInt8Linear
 # cache, so the weights are read once a step, but the products are matrix-vector loops: beyond
 # a few rows the modules' int8 GEMMs (fbgemm) compute faster than the memory reads they save.
 MAX_ROWS = 4
-CACHE_DTYPES = (torch.float32, torch.int8)
+CACHE_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int8)
 _KINDS = (  # kernels/cpu_decoder_step's QKV .. FC2
     ("self_attn", "qkv_proj"),
     ("self_attn", "out_proj"),
@@ -48,7 +51,7 @@ def unsupported(model: nn.Module, kv_cache_dtype: torch.dtype) -> str | None:
     if not any(layers[0].activation_fn is ACTIVATIONS[name] for name in ("gelu", "relu")):
         return "its activation is not gelu or relu"
     if kv_cache_dtype not in CACHE_DTYPES:
-        return f"it reads a float32 or int8 KV cache, not {kv_cache_dtype}"
+        return f"it reads a float32, float16, bfloat16 or int8 KV cache, not {kv_cache_dtype}"
     return None
 
 
@@ -93,6 +96,7 @@ class NumbaDecoderStep:
         self.final_norm = _numpy(torch.stack([decoder.layer_norm.weight, decoder.layer_norm.bias]))
         self.head = tuple(t.contiguous().numpy() for t in int8_linear(model.quantized_head))
         self._bound: tuple = ()
+        self._scratch: dict[int, tuple] = {}  # rows -> the kernel's work buffers
 
     def _share_weights(self, layers) -> None:
         """The weight-only layers read their rows of the stacked codes (one copy in memory)."""
@@ -136,8 +140,13 @@ class NumbaDecoderStep:
                 meta.cross_seq_lens,
             )
         ]
+        rows = hidden.shape[0]
+        if rows not in self._scratch:
+            ffn_dim = self.weights[4].shape[1]
+            self._scratch[rows] = self.kernel.scratch(rows, hidden.shape[1], attn.num_heads, ffn_dim)
         weights = (self.norms, self.final_norm, self.weights, self.scales, self.biases, self.eps, self.act)
-        return (hidden, *weights, caches, scales, *ints, attn.kv_cache.shape[2], np.float32(attn.scale))
+        step = (caches, scales, *ints, attn.kv_cache.shape[2], np.float32(attn.scale))
+        return (hidden, self._scratch[rows], *weights, *step)
 
     def __call__(self, input_ids: torch.Tensor, positions: torch.Tensor, meta: AttentionMetadata):
         """input_ids, positions [R] -> hidden [R, d_model], after the final layer norm."""
@@ -160,12 +169,11 @@ class NumbaDecoderStep:
         them: what the first decode step would do (engine/kernel_preload.py)."""
         import numba
 
-        dim = self.norms.shape[-1]
-        hidden = np.zeros((1, dim), np.float32)
-        one, table = np.ones(1, np.int32), np.ones((1, 1), np.int32)
-        caches, scales = self._caches()
-        args = (hidden, self.norms, self.final_norm, self.weights, self.scales, self.biases, self.eps)
-        args = (*args, self.act, caches, scales, one, table, one, table, one, 16, np.float32(1.0))
+        hidden = np.zeros((1, self.norms.shape[-1]), np.float32)
+        one, table = torch.ones(1, dtype=torch.int32), torch.ones(1, 1, dtype=torch.int32)
+        meta = SimpleNamespace(slot_mapping=one, decode_block_tables=table, decode_seq_lens=one)
+        meta.cross_block_tables, meta.cross_seq_lens = table, one
+        args = self._args(hidden, meta)
         self.kernel.decoder_step.compile(tuple(numba.typeof(a) for a in args))
         logits = (*self.head, hidden, np.zeros((1, self.head[0].shape[0]), np.float32))
         self.kernel.int8_matvec.compile(tuple(numba.typeof(a) for a in logits))
@@ -183,7 +191,9 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
 
 def _cache_view(kv_cache: torch.Tensor) -> np.ndarray:
     """[2, blocks, block_size, H, D] (head-major storage) as [2, H, slots, D], no copy."""
-    view = kv_cache.permute(0, 3, 1, 2, 4).flatten(2, 3)
+    from scriba.kernels.cpu_paged_attention import CACHE_DTYPES as READS  # float16 as int16 bits, ...
+
+    view = kv_cache.view(READS[kv_cache.dtype]).permute(0, 3, 1, 2, 4).flatten(2, 3)
     if not view.is_contiguous():
         raise ValueError("the numba decoder step reads a head-major cache (kv_cache.new_kv_cache)")
     return view.numpy()

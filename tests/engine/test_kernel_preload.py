@@ -21,7 +21,7 @@ engine = Engine(kv_cache_dtype=sys.argv[1], quantization=sys.argv[2] or None)
 for t in threading.enumerate():
     if t.name == "scriba-kernel-preload":
         t.join()
-kernel = attention._attention_kernel if sys.argv[1] == "auto" else attention._attention_kernel_8bit
+kernel = attention.attention_kernel if sys.argv[1] == "auto" else attention.attention_kernel_8bit
 kernels = [kernel, rules._apply]
 if engine.runner.decode_step is not None:
     kernels += [step.decoder_step, step.int8_matvec]

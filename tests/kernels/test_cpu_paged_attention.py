@@ -1,15 +1,18 @@
-"""The numba decode attention over a float32 or bfloat16 cache (kernels/cpu_paged_attention.py)
-against a dense float64 reference on the same cached values, and against the torch path."""
+"""The numba decode attention over a float32, float16 or bfloat16 cache
+(kernels/cpu_paged_attention.py) against a dense float64 reference on the same cached values, and
+against the torch path; its rounding of float32 into a half cache against torch's."""
 
 import math
 import random
 
+import numba
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scriba.kernels.cpu_paged_attention import paged_decode_attention_cpu
+from scriba.kernels.cpu_paged_attention import CACHE_DTYPES as CACHE_DTYPES_READ
+from scriba.kernels.cpu_paged_attention import narrow, paged_decode_attention_cpu
 from scriba.kernels.kv_cache import new_kv_cache, write_kv_cache_ref
 from scriba.kernels.paged_attention import paged_decode_attention_ref
 
@@ -20,7 +23,7 @@ def dense_attention(q, k, v, scale):
     return torch.einsum("ht,thd->hd", scores.softmax(-1), v.double())
 
 
-CACHE_DTYPES = [torch.float32, torch.bfloat16]
+CACHE_DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
 def paged_contexts(rng, lengths, block_size, heads, dim, head_major, shared, dtype=torch.bfloat16):
@@ -93,10 +96,10 @@ def test_kernel_equals_the_torch_path_on_whisper_sized_cross_contexts(dtype):
 def test_kernel_refuses_other_dtypes():
     q = torch.randn(2, 2, 8)
     tables, lens = torch.zeros(2, 1, dtype=torch.int32), torch.ones(2, dtype=torch.int32)
-    with pytest.raises(ValueError, match="float32, bfloat16, fp8 or int8 cache and float32 q"):
-        paged_decode_attention_cpu(q, new_kv_cache(2, 4, 2, 8, dtype=torch.float16), tables, lens, 1.0)
+    with pytest.raises(ValueError, match="float32, float16, bfloat16, fp8 or int8 cache and float32 q"):
+        paged_decode_attention_cpu(q, new_kv_cache(2, 4, 2, 8, dtype=torch.float64), tables, lens, 1.0)
     cache = new_kv_cache(2, 4, 2, 8, dtype=torch.bfloat16)
-    with pytest.raises(ValueError, match="float32, bfloat16, fp8 or int8 cache and float32 q"):
+    with pytest.raises(ValueError, match="float32, float16, bfloat16, fp8 or int8 cache and float32 q"):
         paged_decode_attention_cpu(q.bfloat16(), cache, tables, lens, 1.0)
 
 
@@ -123,3 +126,25 @@ def test_kernel_keeps_a_peaked_softmax(dtype):
     torch.testing.assert_close(out[0], dense_attention(q[0], k, v, 1.0).float(), atol=1e-5, rtol=1e-5)
     flat = paged_decode_attention_cpu(torch.zeros(1, heads, dim), cache, tables, lens, 1.0)
     torch.testing.assert_close(flat[0], v.mean(0), atol=1e-5, rtol=1e-5)
+
+
+@numba.njit
+def _narrowed(x, out):
+    like = out[0]
+    for i in range(x.shape[0]):
+        out[i] = narrow(x[i], like)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_narrow_rounds_as_torch(dtype):
+    """The numba step's writes into a half cache (cpu_paged_attention.narrow) give torch's bits:
+    random values over many magnitudes, exact halfway cases (ties to even), subnormals, zeros."""
+    torch.manual_seed(2)
+    x = torch.randn(4000) * torch.logspace(-9, 4, 4000)
+    step = 2.0**-10 if dtype == torch.float16 else 2.0**-7  # one unit in the last place at 1.0
+    ties = 1 + step * (torch.arange(64) + 0.5)  # halfway between two codes, odd and even below
+    x = torch.cat([x, ties, -ties, torch.tensor([0.0, -0.0, 1e-7, 3e-8, 60000.0])])
+    bits = CACHE_DTYPES_READ[dtype]
+    out = torch.zeros(len(x), dtype=dtype)
+    _narrowed(x.numpy(), out.view(bits).numpy())
+    assert torch.equal(out.view(bits), x.to(dtype).view(bits))

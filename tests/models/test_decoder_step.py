@@ -74,11 +74,13 @@ def engines(path: str, **settings) -> tuple[Engine, Engine, CountedStep]:
     return dequantized(Engine(path, decoder_runtime="torch", **common)), dequantized(numba), counted
 
 
-@pytest.mark.parametrize("kv", ["auto", "int8"])
-@pytest.mark.parametrize("weight_only", [True, False])
+@pytest.mark.parametrize(
+    "kv, weight_only",
+    [("auto", True), ("auto", False), ("int8", True), ("float16", True), ("bfloat16", False)],
+)
 def test_whisper_decode_steps_equal_the_float_modules(tiny_whispers, monkeypatch, kv, weight_only):
-    """Both int8 layer kinds (weight-only on bfloat16 CPUs, fbgemm's elsewhere), float32 and int8
-    caches; 3 clips at once (every decode step numba's), then 7 (steps above MAX_ROWS rows go to
+    """Both int8 layer kinds (weight-only on bfloat16 CPUs, fbgemm's elsewhere), float32, 8-bit and
+    half caches (written with torch's rounding); 3 clips at once (every decode step numba's), then 7 (steps above MAX_ROWS rows go to
     the modules until requests finish)."""
     monkeypatch.setattr(quantize, "native_bfloat16", lambda: weight_only)
     reference, numba, counted = engines(tiny_whispers["multilingual"][0], kv_cache_dtype=kv)
@@ -108,7 +110,7 @@ def test_what_it_runs_and_what_it_refuses(tiny_whispers, tiny_bart):
     refused = {
         "not a pre-norm stack": (tiny_bart[0], dict(quantization="int8")),
         "quantization='int8'": (whisper, {}),
-        "bfloat16": (whisper, dict(quantization="int8", kv_cache_dtype="bfloat16")),
+        "float8_e4m3fn": (whisper, dict(quantization="int8", kv_cache_dtype="fp8")),
         "numba attention backend": (whisper, dict(quantization="int8", attention_backend="torch")),
     }
     for why, (path, settings) in refused.items():
