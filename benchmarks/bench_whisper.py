@@ -14,7 +14,10 @@ round counts; the range is printed: this shared machine's neighbours move single
 without them, language "en" (so every system skips detection):
   Scriba default / float32   scriba.transcribe(): its default on this CPU (int8 Linear layers)
                              and the exact mode; the short clips go in one call (one batch)
-  Scriba bfloat16-KV         the default with a bfloat16 KV cache (kv_cache_dtype="bfloat16")
+  Scriba torch-decoder       the default with a lone request's decode steps in the torch modules
+                             (decoder_runtime="torch"), not the numba step
+  Scriba bfloat16-KV         the default with a bfloat16 KV cache (kv_cache_dtype="bfloat16"),
+  Scriba float16-KV          or a float16 one (kv_cache_dtype="float16")
   Scriba fp8-KV / int8-KV    the default with an 8-bit KV cache (kv_cache_dtype="fp8": e4m3
                              codes, "int8"), a scale per cached vector
   faster-whisper int8        WhisperModel.transcribe, one file at a time (its sequential
@@ -129,7 +132,16 @@ def main(argv=None) -> int:
             for line in run.stdout.splitlines()[2:]:  # its own header left out
                 say(line)
         models = []
-    all_modes = ("default", "int8-torch-encoder", "bfloat16-KV", "fp8-KV", "int8-KV", "float32")
+    all_modes = (
+        "default",
+        "int8-torch-encoder",
+        "torch-decoder",
+        "bfloat16-KV",
+        "float16-KV",
+        "fp8-KV",
+        "int8-KV",
+        "float32",
+    )
     modes = [m for m in all_modes if m not in args.skip.split(",")]
     for model in models:
         say(f"\n## {model}")

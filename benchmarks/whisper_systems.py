@@ -21,6 +21,10 @@ SCRIBA_MODES = {
     "int8": {"quantization": "int8"},
     # the default with the KV cache in bfloat16 (the numba kernel), not float32 (SDPA)
     "bfloat16-KV": {"kv_cache_dtype": "bfloat16"},
+    # the default with the KV cache in float16 (10 bits of mantissa; F16C widens it in the kernels)
+    "float16-KV": {"kv_cache_dtype": "float16"},
+    # the default with a lone request's decode steps in the torch modules, not the numba step
+    "torch-decoder": {"decoder_runtime": "torch"},
     # the default with an 8-bit KV cache, a scale per cached vector (kernels/kv8.py): e4m3, int8
     "fp8-KV": {"kv_cache_dtype": "fp8"},
     "int8-KV": {"kv_cache_dtype": "int8"},
