@@ -26,8 +26,8 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "--kv-cache-dtype",
         default="auto",
         choices=[*DTYPES, "fp8", "int8"],
-        help="KV cache dtype (auto: the compute dtype; bfloat16 on the CPU: faster decoding, "
-        "a few words' cost; fp8 or int8: 8-bit codes with a scale per cached vector; "
+        help="KV cache dtype (auto: the compute dtype; float16 or bfloat16 on the CPU: faster "
+        "decoding, a few words' cost; fp8 or int8: 8-bit codes with a scale per cached vector; "
         "docs/performance.md: CPU modes)",
     )
     parser.add_argument(
