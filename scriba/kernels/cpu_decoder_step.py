@@ -5,7 +5,8 @@ Why: a lone request's decode step is one row through every layer. In PyTorch tha
 layer (projections, layer norms, the KV write, two attention kernels, residuals) and each costs
 its dispatch, and the numba attention's thread pool wakes beside torch's twice a layer: tiny.en's
 four layers took 4-5 ms a step against ~1.3 ms of memory to read (8 MB of int8 weights, 18 MB
-of float32 cross K/V). Here the whole stack is one call on one thread pool: every product is a
+of float32 cross K/V). Here the whole stack is one call from Python, its products and attention
+the parallel kernels below and cpu_paged_attention's, on one thread pool: every product is a
 matrix-vector loop over int8 weights in float32 (exact up to summation order: no activation
 rounding, so closer to the float model than the int8 layers it stands for), attention reads the
 cache in place through the block tables like cpu_paged_attention's kernel.
@@ -15,7 +16,7 @@ Per layer l, for each row r (one decode token):
     h += out(attend_self(qkv(LN1(h))));  h += cross_out(attend_cross(cross_q(LN2(h))))
     h += fc2(act(fc1(LN3(h))));  and the stack's final LN at the end
 
-The weights come stacked by kind over layers (DecoderWeights), the caches as one [2, H, slots, D]
+The weights come stacked by kind over layers (models/decoder_step.NumbaDecoderStep), the caches as one [2, H, slots, D]
 array per layer (float32, float16 or bfloat16 as their bits, or int8 codes with [slots, H] scales
 per K and V).
 """
