@@ -17,8 +17,8 @@ Per layer l, for each row r (one decode token):
     h += fc2(act(fc1(LN3(h))));  and the stack's final LN at the end
 
 The weights come stacked by kind over layers (models/decoder_step.NumbaDecoderStep), the caches
-as one [2, H, slots, D] array per layer (float32, float16 or bfloat16 as their bits, or int8 codes with [slots, H] scales
-per K and V).
+as one [2, H, slots, D] array per layer (float32, float16 or bfloat16 as their bits, or int8 codes
+with [slots, H] scales per K and V).
 """
 
 from __future__ import annotations
