@@ -67,10 +67,17 @@ def instrument(engine, timers: Timers, steps: list) -> None:
     model = engine.model
     timers.wrap(file_transcription, "speech_and_pauses", "VAD")
     timers.wrap(log_mel, "log_mel", "features (log-mel)")
-    timers.wrap(model.model.encoder, "forward", "encoder")
+    if model.encoder_runtime is not None:  # OpenVINO: the encoder and the cross K/V of its states
+        timers.wrap(model, "encoder_runtime", "encoder")
+    else:
+        timers.wrap(model.model.encoder, "forward", "encoder")
     timers.wrap(model, "compute_logits", "output projection")
-    timers.wrap(model_runner, "sample", "sampler")
+    timers.wrap(model_runner, "sample_on_device", "sampler")
     timers.wrap(model.model.decoder, "forward", "decoder (all)")
+    numba_step = engine.runner.decode_step
+    if numba_step is not None:  # a few rows' decode steps in one numba call, and their logits
+        timers.wrap(type(numba_step), "__call__", "numba decoder step")
+        timers.wrap(numba_step, "logits", "output projection")
     original_attention = Attention.forward
 
     def attention(self, q, k, v, meta):
@@ -98,14 +105,14 @@ def instrument(engine, timers: Timers, steps: list) -> None:
         return outputs
 
     last_batch = [0, 0]
-    execute = engine.runner.execute
+    launch = engine.runner.launch
 
-    def execute_counted(sched, blocks):
+    def launch_counted(sched, blocks, feed=None):
         running = sum(len(g.seqs_with(SequenceStatus.RUNNING)) for g in sched.decodes)
         last_batch[:] = [len(sched.prefills), running + len(sched.prefills)]
-        return execute(sched, blocks)
+        return launch(sched, blocks, feed=feed)
 
-    engine.runner.execute = execute_counted
+    engine.runner.launch = launch_counted
     engine.step = counted_step
 
 
@@ -128,7 +135,7 @@ def count_windows(windows: collections.Counter) -> None:
 def report(seconds: float, audio_seconds: float, timers: Timers, steps: list, windows) -> list[str]:
     t = timers.seconds
     decoder_rest = t["decoder (all)"] - t["decoder self-attention"] - t["decoder cross-attention"]
-    model_time = t["encoder"] + t["decoder (all)"] + t["output projection"]
+    model_time = t["encoder"] + t["decoder (all)"] + t["numba decoder step"] + t["output projection"]
     host = t["engine steps (all)"] - model_time - t["sampler"]
     rows = [
         ("VAD", t["VAD"]),
@@ -137,6 +144,7 @@ def report(seconds: float, audio_seconds: float, timers: Timers, steps: list, wi
         ("decoder self-attention", t["decoder self-attention"]),
         ("decoder cross-attention", t["decoder cross-attention"]),
         ("decoder, the rest (projections, MLP, norms)", decoder_rest),
+        ("numba decoder step (a few rows: every layer)", t["numba decoder step"]),
         ("output projection (logits)", t["output projection"]),
         ("sampler (logits rules, choice)", t["sampler"]),
         ("engine host work (schedule, pack, bookkeeping)", host),

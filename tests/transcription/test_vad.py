@@ -1,6 +1,5 @@
 """Silero VAD as the long-form front end: speech found in real audio, nothing in non-speech."""
 
-
 import numpy as np
 import paths
 import pytest
@@ -58,6 +57,23 @@ def test_speech_is_silero_s_and_pauses_fall_where_it_hears_silence():
         assert any(a <= p <= b for a, b in gaps)
         speech_level = np.abs(jfk).max()
         assert np.abs(audio[p - 800 : p + 800]).max() < 0.5 * speech_level  # 0.1 s around it
+
+
+def test_batched_probabilities_are_silero_s_own():
+    """silero_batched.py's per-frame probabilities against the silero-vad package's sequence
+    model (its ONNX form, frame after frame through the LSTM) on speech, noise and a tail that
+    is not a whole frame."""
+    from silero_vad import load_silero_vad
+
+    from scriba.transcription.vad import _silero
+
+    jfk = load_audio(JFK)
+    audio, _ = compose([("silence", 1), jfk, ("white", 2), jfk[: 16000 * 4 + 123]])
+    ours = _silero()[0].audio_forward(audio)
+    theirs = load_silero_vad(sequence=True).audio_forward(audio, sampling_rate=16000)
+    assert ours.shape == theirs.shape == (-(-audio.size // 512),)
+    assert np.abs(ours - theirs).max() < 1e-4
+    assert (theirs > 0.9).sum() > 300 and (theirs < 0.1).sum() > 50  # speech and non-speech both seen
 
 
 @pytest.mark.parametrize("kind", ["silence", "white", "brown", "tone"])
