@@ -28,7 +28,8 @@ class TokenHistory:
         self, seqs: list[tuple[int, list[int]]], late: tuple[torch.Tensor, dict[int, int]] | None = None
     ) -> tuple[torch.Tensor, int]:
         """Sync the step's sequences ((seq id, tokens) in row order) and return their tokens
-        [rows, width] (PAD past each length) and the width (the longest length). A PENDING
+        [rows, width] (PAD past each length; a view of the buffer when the rows lie in order:
+        read it, do not write it) and the width (the longest length). A PENDING
         token (asynchronous scheduling) is read on the device: `late` = (tokens, seq id -> its
         index there), the previous step's samples."""
         self._release({sid for sid, _ in seqs})
@@ -47,15 +48,20 @@ class TokenHistory:
                 positions.append(pos)
                 values.append(tokens[pos])
             self.known[seq_id] = len(tokens)
-        if values:
+        if values and self.device.type == "cpu":  # one numpy write: torch's ops cost ~10 us each here
+            self.buffer.numpy()[slots, positions] = values
+        elif values:
             index = (to_device(slots, self.device), to_device(positions, self.device))
             self.buffer.index_put_(index, to_device(values, self.device))
         if late_at:
             at = to_device(late_at, self.device).T  # [3, k]: slot, position, sample
             self.buffer.index_put_((at[0], at[1]), late[0][at[2]])
         width = max((len(t) for _, t in seqs), default=0)
-        order = to_device([self.slot_of[sid] for sid, _ in seqs], self.device)
-        return self.buffer[order, :width], width
+        order = [self.slot_of[sid] for sid, _ in seqs]
+        first = order[0] if order else 0
+        if order == list(range(first, first + len(order))):  # rows in order: a view (read-only), no gather
+            return self.buffer[first : first + len(order), :width], width
+        return self.buffer[to_device(order, self.device), :width], width
 
     def _release(self, live: set[int]) -> None:
         """Free the rows of sequences that are not in this step (finished, or preempted: a

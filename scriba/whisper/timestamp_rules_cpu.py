@@ -25,7 +25,7 @@ def timestamp_rules_cpu(logits: torch.Tensor, rows: list[int], begins: list[int]
     history = step.history()  # [num_rows, width] int, PAD (-1) past each length
     _apply(
         logits.numpy(),
-        history.numpy(),
+        np.ascontiguousarray(history.numpy()),  # a view of the history's buffer may be strided
         np.asarray(rows, dtype=np.int64),
         np.asarray([step.lengths[r] for r in rows], dtype=np.int64),
         np.asarray(begins, dtype=np.int64),
