@@ -7,6 +7,7 @@ the device, and a mirror pool on the CPU for swapping) and binds them to the att
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,6 +26,7 @@ from scriba.engine.step_packing import (
     max_diff,
     pack_decodes,
     pack_prefills,
+    prefill_rows,
     running_groups,
     step_arrays,
     upload,
@@ -217,6 +219,9 @@ class ModelRunner:
         elif self.decode_step is not None and self.decode_step.fits(step.meta):
             hidden = self.decode_step(step.input_ids, step.positions, step.meta)
             logits = self.decode_step.logits(hidden[step.sample_indices])
+        elif self._prefill_fits_numba(step, prefills):
+            hidden = self._numba_prefill(step, prefills)
+            logits = self.decode_step.logits(hidden[step.sample_indices])
         else:
             encoder = (step.encoder_inputs, step.encoder_positions)
             hidden = self.model(step.input_ids, step.positions, step.meta, *encoder)
@@ -233,6 +238,33 @@ class ModelRunner:
         history = _memo(lambda: self.history.rows(seqs, late)[0])
         samples = sample_on_device(logits, rows, history, prompt_logprobs=asked)
         return LaunchedStep(step.rows, samples, step.prompt_logprob_queries)
+
+    def _prefill_fits_numba(self, step: StepInputs, prefills: list[Running]) -> bool:
+        """A prefill-only step of a few prompt tokens, with every request's encoder input (one
+        sequence each), of a model that writes its cross K/V without running its decoder."""
+        meta = step.meta
+        return (
+            self.decode_step is not None
+            and hasattr(self.model, "write_cross_kv")
+            and not meta.num_decode_tokens
+            and 0 < meta.num_prefill_tokens <= MAX_ROWS
+            and meta.cross_kv_index is None
+            and 0 < meta.num_encoder_tokens == sum(r.group.encoder_len for r in prefills)
+            and step.encoder_inputs is not None
+            and step.encoder_inputs.is_floating_point()  # features: not a text encoder's token ids
+        )
+
+    def _numba_prefill(self, step: StepInputs, prefills: list[Running]) -> torch.Tensor:
+        """The step's windows through the encoder into the cross cache, then its prompt tokens
+        through the numba step as decode rows, each reading its sequence up to itself (torch
+        modules after the encoder cost 10 ms a prefill of tiny.en, the numba step ~2)."""
+        self.model.write_cross_kv(step.encoder_inputs, step.meta)
+        rows = {name: torch.from_numpy(a) for name, a in prefill_rows(prefills).items()}
+        return self.decode_step(
+            step.input_ids,
+            step.positions,
+            SimpleNamespace(**rows, **{"slot_mapping": step.meta.slot_mapping}),
+        )
 
     def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """[rows, d_model] -> [rows, vocab] float32: a few rows from the numba step's int8 codes

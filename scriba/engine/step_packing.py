@@ -150,6 +150,33 @@ def pack_prefills(prefills: list[Running], block_size: int) -> Prefills:
     return p
 
 
+def prefill_rows(prefills: list[Running]) -> dict[str, np.ndarray]:
+    """Each prefill token as a decode row reading its own sequence up to itself: block tables
+    [tokens, blocks] and lengths (position + 1), cross tables and lengths (its request's), the
+    arrays a decode step's metadata holds (a few tokens' prefill run as a decode step)."""
+    tables, lens, cross, cross_lens = [], [], [], []
+    for group, seqs, seq_tables, cross_table in prefills:
+        for seq, table in zip(seqs, seq_tables):
+            n = len(seq.token_ids)
+            tables += [table] * n
+            lens += range(1, n + 1)
+            cross += [cross_table] * n
+            cross_lens += [group.encoder_len] * n
+    return {
+        "decode_block_tables": _rectangle(tables),
+        "decode_seq_lens": np.asarray(lens, dtype=np.int32),
+        "cross_block_tables": _rectangle(cross),
+        "cross_seq_lens": np.asarray(cross_lens, dtype=np.int32),
+    }
+
+
+def _rectangle(rows: list[list[int]]) -> np.ndarray:
+    out = np.zeros((len(rows), max((len(r) for r in rows), default=0)), dtype=np.int32)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return out
+
+
 def max_diff(cu: list[int]) -> int:
     return max((b - a for a, b in zip(cu, cu[1:])), default=0)
 

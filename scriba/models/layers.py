@@ -148,6 +148,13 @@ class MultiHeadAttention(nn.Module):
             q, k, v = self.qkv_proj(hidden).chunk(3, dim=-1)
         return self.out_proj(self.attn(q, k, v, meta))
 
+    def write_cross_kv(self, cross_kv: torch.Tensor, meta: AttentionMetadata) -> None:
+        """A prefill's cross-attention K/V ([num_encoder_tokens, 2 * embed_dim], kv_proj's) into
+        the cache at meta.cross_slot_mapping, attending to nothing: the numba step reads them."""
+        attn = self.attn
+        k, v = (x.view(-1, attn.num_heads, attn.head_dim) for x in cross_kv.chunk(2, dim=-1))
+        meta.backend.write_kv_cache(k, v, attn.kv_cache, meta.cross_slot_mapping, attn.kv_scales)
+
 
 class EncoderDecoderLayer(nn.Module):
     """One encoder layer, or (with `is_decoder`) one decoder layer with cross-attention.

@@ -151,6 +151,18 @@ class WhisperForConditionalGeneration(EncoderDecoderModel):
             encoder_hidden = self.model.encoder(encoder_inputs, meta)
         return self.model.decoder(input_ids, positions, meta, encoder_hidden, cross_kv)
 
+    def write_cross_kv(self, encoder_inputs: torch.Tensor, meta: AttentionMetadata) -> None:
+        """A prefill's windows [num_requests, mel_bins, num_frames] through the encoder, and every
+        decoder layer's cross-attention K/V of them into the cache, the decoder not run (the
+        model runner's numba prefill runs the prompt tokens)."""
+        if self.encoder_runtime is not None:
+            per_layer = self.encoder_runtime(encoder_inputs)
+        else:
+            hidden = self.model.encoder(encoder_inputs, meta)
+            per_layer = [layer.encoder_attn.kv_proj(hidden) for layer in self.model.decoder.layers]
+        for layer, cross_kv in zip(self.model.decoder.layers, per_layer):
+            layer.encoder_attn.write_cross_kv(cross_kv, meta)
+
     def compile_encoder(self, runtime: str, num_threads: int) -> None:
         """runtime "openvino": the encoder, and every decoder layer's cross-attention K/V of its
         states, as one OpenVINO graph of the same weights; the torch encoder layers are dropped
