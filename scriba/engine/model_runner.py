@@ -259,12 +259,11 @@ class ModelRunner:
         through the numba step as decode rows, each reading its sequence up to itself (torch
         modules after the encoder cost 10 ms a prefill of tiny.en, the numba step ~2)."""
         self.model.write_cross_kv(step.encoder_inputs, step.meta)
-        rows = {name: torch.from_numpy(a) for name, a in prefill_rows(prefills).items()}
-        return self.decode_step(
-            step.input_ids,
-            step.positions,
-            SimpleNamespace(**rows, **{"slot_mapping": step.meta.slot_mapping}),
+        rows = prefill_rows(prefills, self.self_rows, self.cross_rows)
+        meta = SimpleNamespace(
+            slot_mapping=step.meta.slot_mapping, **{k: torch.from_numpy(a) for k, a in rows.items()}
         )
+        return self.decode_step(step.input_ids, step.positions, meta)
 
     def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """[rows, d_model] -> [rows, vocab] float32: a few rows from the numba step's int8 codes

@@ -150,31 +150,29 @@ def pack_prefills(prefills: list[Running], block_size: int) -> Prefills:
     return p
 
 
-def prefill_rows(prefills: list[Running]) -> dict[str, np.ndarray]:
+def prefill_rows(
+    prefills: list[Running], self_rows: TableRows, cross_rows: TableRows
+) -> dict[str, np.ndarray]:
     """Each prefill token as a decode row reading its own sequence up to itself: block tables
     [tokens, blocks] and lengths (position + 1), cross tables and lengths (its request's), the
-    arrays a decode step's metadata holds (a few tokens' prefill run as a decode step)."""
-    tables, lens, cross, cross_lens = [], [], [], []
+    arrays a decode step's metadata holds (a few tokens' prefill run as a decode step). The
+    tables come from the rows pack_decodes keeps, so a sequence's next step finds its row."""
+    keys, tables, lens, cross_keys, cross, cross_lens = [], [], [], [], [], []
     for group, seqs, seq_tables, cross_table in prefills:
         for seq, table in zip(seqs, seq_tables):
             n = len(seq.token_ids)
+            keys += [seq.seq_id] * n
             tables += [table] * n
             lens += range(1, n + 1)
+            cross_keys += [group.request_id] * n
             cross += [cross_table] * n
             cross_lens += [group.encoder_len] * n
     return {
-        "decode_block_tables": _rectangle(tables),
+        "decode_block_tables": self_rows.gather(keys, tables),
         "decode_seq_lens": np.asarray(lens, dtype=np.int32),
-        "cross_block_tables": _rectangle(cross),
+        "cross_block_tables": cross_rows.gather(cross_keys, cross),
         "cross_seq_lens": np.asarray(cross_lens, dtype=np.int32),
     }
-
-
-def _rectangle(rows: list[list[int]]) -> np.ndarray:
-    out = np.zeros((len(rows), max((len(r) for r in rows), default=0)), dtype=np.int32)
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = row
-    return out
 
 
 def max_diff(cu: list[int]) -> int:
