@@ -34,6 +34,7 @@ from numba.core import types
 from numba.extending import intrinsic, overload
 
 from scriba.kernels.cpu_paged_attention import attention_kernel, attention_kernel_8bit, narrow
+from scriba.kernels.cpu_vnni import vnni_matvec
 
 GELU, RELU = 0, 1  # the activations the step knows (EncoderDecoderLayer.activation_fn)
 _CHUNK = 32  # output features per task of a product: a task reads 32 weight rows
@@ -169,10 +170,22 @@ def _attend_for(q, cache, scales, tables, lengths, block_size, scale, out):
     return attend
 
 
+def _product(w, scales, bias, sums, x, out):
+    """Typed by the overload below: out = x @ w.T * scales + bias, by VNNI over x's int8 codes
+    where the step was given the weights' code sums (int32, cpu_vnni), else in float32."""
+
+
+@overload(_product)
+def _product_for(w, scales, bias, sums, x, out):
+    if sums.dtype == types.int32:
+        return lambda w, scales, bias, sums, x, out: vnni_matvec(w, sums, scales, bias, x, out)
+    return lambda w, scales, bias, sums, x, out: int8_matvec(w, scales, bias, x, out)
+
+
 @numba.njit(fastmath=True)
-def _add_linear(w, scales, bias, x, tmp, hidden):
-    """hidden += x @ w.T * scales + bias (int8_matvec into tmp)."""
-    int8_matvec(w, scales, bias, x, tmp)
+def _add_linear(w, scales, bias, sums, x, tmp, hidden):
+    """hidden += x @ w.T * scales + bias (the product into tmp)."""
+    _product(w, scales, bias, sums, x, tmp)
     for r in range(hidden.shape[0]):
         for i in range(hidden.shape[1]):
             hidden[r, i] += tmp[r, i]
@@ -199,6 +212,7 @@ def decoder_step(
     weights,
     scales,
     biases,
+    sums,
     eps,
     act,
     caches,
@@ -223,10 +237,11 @@ def decoder_step(
     w_qkv, w_out, w_cross_q, w_cross_out, w_fc1, w_fc2 = weights  # unpacked once: static indexing
     s_qkv, s_out, s_cross_q, s_cross_out, s_fc1, s_fc2 = scales
     b_qkv, b_out, b_cross_q, b_cross_out, b_fc1, b_fc2 = biases
+    n_qkv, n_out, n_cross_q, n_cross_out, n_fc1, n_fc2 = sums
     for layer in range(norms.shape[0]):
         cache, cache_scale = caches[layer], cache_scales[layer]
         _layer_norm(hidden, norms[layer, 0, 0], norms[layer, 0, 1], eps, x)
-        int8_matvec(w_qkv[layer], s_qkv[layer], b_qkv[layer], x, qkv)
+        _product(w_qkv[layer], s_qkv[layer], b_qkv[layer], n_qkv[layer], x, qkv)
         for r in range(rows):
             for h in range(heads):
                 for d in range(head_dim):
@@ -235,15 +250,16 @@ def decoder_step(
                     kv[1, r, h, d] = qkv[r, 2 * dim + h * head_dim + d]
         _write(kv, slots, cache, cache_scale)
         _attend(q, cache, cache_scale, self_tables, self_lens, block_size, scale, attn)
-        _add_linear(w_out[layer], s_out[layer], b_out[layer], attn_rows, tmp, hidden)
+        _add_linear(w_out[layer], s_out[layer], b_out[layer], n_out[layer], attn_rows, tmp, hidden)
         _layer_norm(hidden, norms[layer, 1, 0], norms[layer, 1, 1], eps, x)
-        int8_matvec(w_cross_q[layer], s_cross_q[layer], b_cross_q[layer], x, tmp)
+        _product(w_cross_q[layer], s_cross_q[layer], b_cross_q[layer], n_cross_q[layer], x, tmp)
         _attend(tmp_heads, cache, cache_scale, cross_tables, cross_lens, block_size, scale, attn)
-        _add_linear(w_cross_out[layer], s_cross_out[layer], b_cross_out[layer], attn_rows, tmp, hidden)
+        cross_out = (w_cross_out[layer], s_cross_out[layer], b_cross_out[layer], n_cross_out[layer])
+        _add_linear(*cross_out, attn_rows, tmp, hidden)
         _layer_norm(hidden, norms[layer, 2, 0], norms[layer, 2, 1], eps, x)
-        int8_matvec(w_fc1[layer], s_fc1[layer], b_fc1[layer], x, ffn)
+        _product(w_fc1[layer], s_fc1[layer], b_fc1[layer], n_fc1[layer], x, ffn)
         _activate(ffn, act)
-        _add_linear(w_fc2[layer], s_fc2[layer], b_fc2[layer], ffn, tmp, hidden)
+        _add_linear(w_fc2[layer], s_fc2[layer], b_fc2[layer], n_fc2[layer], ffn, tmp, hidden)
     _layer_norm(hidden, final_norm[0], final_norm[1], eps, x)
     for r in range(rows):
         for i in range(dim):

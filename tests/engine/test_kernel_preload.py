@@ -15,6 +15,7 @@ import scriba
 from scriba import Engine
 from scriba.kernels import cpu_decoder_step as step
 from scriba.kernels import cpu_paged_attention as attention
+from scriba.kernels import cpu_vnni as products
 from scriba.whisper import timestamp_rules_cpu as rules
 
 engine = Engine(kv_cache_dtype=sys.argv[1], quantization=sys.argv[2] or None)
@@ -23,8 +24,9 @@ for t in threading.enumerate():
         t.join()
 kernel = attention.attention_kernel if sys.argv[1] == "auto" else attention.attention_kernel_8bit
 kernels = [kernel, rules._apply]
-if engine.runner.decode_step is not None:
-    kernels += [step.decoder_step, step.int8_matvec]
+if engine.runner.decode_step is not None:  # its logits: VNNI products where the host has them
+    vnni = engine.runner.decode_step.products == "vnni"
+    kernels += [step.decoder_step, products.vnni_matvec if vnni else step.int8_matvec]
 loaded = [list(k.overloads) for k in kernels]
 out = engine.generate([{"audio": "assets/jfk.flac"}], scriba.SamplingParams(max_tokens=8))
 assert out[0].outputs[0].token_ids, out

@@ -1,6 +1,7 @@
 """The numba decode step (models/decoder_step.py over kernels/cpu_decoder_step.py) against its
 oracle: the same int8 model run by torch modules in float32 over the dequantized codes (codes x
-scale), which is what the numba step computes up to summation order. In both engines the
+scale), which is what the numba step's float32 products compute up to summation order (its VNNI
+products, which round each row to int8 first, within a stated tolerance). In both engines the
 decoder's modules are made such float Linears after the numba step took the codes, so prefills
 agree and only the decode steps differ in who computes them. Also: which models and caches it
 takes, and real speech (the bundled tiny.en on jfk.flac) with its words."""
@@ -20,6 +21,13 @@ from scriba.transcription.engine_settings import speech_config
 
 PARAMS = SamplingParams(max_tokens=24, ignore_eos=True, logprobs=1)
 LOGPROB_TOLERANCE = 1e-3  # float32 summation order only; measured ~1e-5
+VNNI_TOLERANCE = 6e-2  # each product's input rounded to 8-bit codes; measured 0.031
+
+
+@pytest.fixture
+def float32_products(monkeypatch):
+    """The numba step with its float32 products on any host (VNNI's are the last tests')."""
+    monkeypatch.setattr(decoder_step, "_host_products", lambda weights: "float32")
 
 
 class CountedStep:
@@ -59,12 +67,15 @@ def greedy(engine, prompts):
     return [(o.outputs[0].token_ids, o.outputs[0].logprobs) for o in engine.generate(prompts, PARAMS)]
 
 
-def assert_same_decoding(reference, numba, prompts):
+def assert_same_decoding(reference, numba, prompts, tolerance=LOGPROB_TOLERANCE):
     expected, got = greedy(reference, prompts), greedy(numba, prompts)
+    worst = 0.0
     for (a, a_lp), (b, b_lp) in zip(expected, got):
         assert a == b
         for i, token in enumerate(a):
-            assert abs(a_lp[i][token].logprob - b_lp[i][token].logprob) < LOGPROB_TOLERANCE
+            worst = max(worst, abs(a_lp[i][token].logprob - b_lp[i][token].logprob))
+    assert worst < tolerance
+    return worst
 
 
 def engines(path: str, **settings) -> tuple[Engine, Engine, CountedStep]:
@@ -78,7 +89,9 @@ def engines(path: str, **settings) -> tuple[Engine, Engine, CountedStep]:
     "kv, weight_only",
     [("auto", True), ("auto", False), ("int8", True), ("float16", True), ("bfloat16", False)],
 )
-def test_whisper_decode_steps_equal_the_float_modules(tiny_whispers, monkeypatch, kv, weight_only):
+def test_whisper_decode_steps_equal_the_float_modules(
+    tiny_whispers, monkeypatch, float32_products, kv, weight_only
+):
     """Both int8 layer kinds (weight-only on bfloat16 CPUs, fbgemm's elsewhere), float32, 8-bit and
     half caches (written with torch's rounding); 3 clips at once (every decode step numba's, and
     over a float32 cache the prefill's 3 prompt tokens too, as decode rows over the cross K/V the
@@ -96,7 +109,7 @@ def test_whisper_decode_steps_equal_the_float_modules(tiny_whispers, monkeypatch
 
 
 @pytest.mark.parametrize("kv, tolerance", [("float16", 1e-3), ("int8", 1e-2)])
-def test_a_prefill_over_a_rounded_cache(tiny_whispers, monkeypatch, kv, tolerance):
+def test_a_prefill_over_a_rounded_cache(tiny_whispers, monkeypatch, float32_products, kv, tolerance):
     """The numba prefill attends to the cross K/V as the cache holds them (rounded to float16, or
     int8 codes), as every decode step after it does; the modules' prefill attends to them before
     rounding. The same tokens, log-probs within the rounding's reach (measured: 1.0e-4, 2.4e-3)."""
@@ -110,7 +123,7 @@ def test_a_prefill_over_a_rounded_cache(tiny_whispers, monkeypatch, kv, toleranc
         assert max(abs(a_lp[i][t].logprob - b_lp[i][t].logprob) for i, t in enumerate(a)) < tolerance
 
 
-def test_mbart_decode_steps_equal_the_float_modules(tiny_mbart):
+def test_mbart_decode_steps_equal_the_float_modules(tiny_mbart, float32_products):
     """A pre-norm text decoder (its embedding scaled and normed, positions offset)."""
     reference, numba, counted = engines(tiny_mbart[0])
     prompts = [{"prompt_token_ids": p} for p in random_prompts(MAX_ROWS, seed=4, max_len=60)]
@@ -161,3 +174,42 @@ def test_real_speech_keeps_its_words():
     pairs = zip((w for s in numba.segments for w in s.words), (w for s in modules.segments for w in s.words))
     for a, b in pairs:
         assert a.word == b.word and abs(a.start - b.start) <= 0.1 and abs(a.end - b.end) <= 0.1
+
+
+def assert_same_up_to_a_near_tie(reference, numba, prompts, tolerance):
+    """Greedy tokens equal until a step whose two choices the reference rates within `tolerance`
+    (a random model's near-tie, which rounding may turn); log-probs within `tolerance` before."""
+    params = SamplingParams(max_tokens=24, ignore_eos=True, logprobs=5)
+    expected, got = (engine.generate(prompts, params) for engine in (reference, numba))
+    worst = 0.0
+    for a, b in zip(expected, got):
+        (a, a_lp), (b, b_lp) = ((o.outputs[0].token_ids, o.outputs[0].logprobs) for o in (a, b))
+        same = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), len(a))
+        for i in range(same):
+            worst = max(worst, abs(a_lp[i][a[i]].logprob - b_lp[i][b[i]].logprob))
+        if same < len(a):  # the numba choice is among the reference's top 5, just below its first
+            assert a_lp[same][a[same]].logprob - a_lp[same][b[same]].logprob < tolerance
+    assert worst < tolerance
+    return worst
+
+
+def test_vnni_products_keep_the_tokens(tiny_whispers, tiny_mbart):
+    """Where the host has AVX-512 VNNI the step chooses it (tiny widths are multiples of 64): the
+    same tokens as the float modules up to a near-tie, log-probs within VNNI_TOLERANCE. Elsewhere
+    it keeps float32 products, and asking for VNNI is refused with its reason."""
+    from scriba.kernels.cpu_vnni import HAS_VNNI
+
+    reference, numba, counted = engines(tiny_whispers["multilingual"][0])
+    if not HAS_VNNI:
+        assert numba.runner.decode_step.step.products == "float32"
+        with pytest.raises(ValueError, match="AVX-512 VNNI"):
+            decoder_step.NumbaDecoderStep(numba.model, products="vnni")
+        return
+    assert numba.runner.decode_step.step.products == "vnni"
+    clips = [{"audio": synthetic_clip(seconds, seed)} for seed, seconds in enumerate([2.0, 7.5, 20.0])]
+    worst = assert_same_up_to_a_near_tie(reference, numba, clips, VNNI_TOLERANCE)
+    assert counted.calls == PARAMS.max_tokens
+    reference, numba, counted = engines(tiny_mbart[0])
+    prompts = [{"prompt_token_ids": p} for p in random_prompts(MAX_ROWS, seed=4, max_len=60)]
+    worst = max(worst, assert_same_up_to_a_near_tie(reference, numba, prompts, VNNI_TOLERANCE))
+    assert worst > 0  # the rounding shows: these were the VNNI products
