@@ -122,6 +122,10 @@ def _picks(logits, rows: list[SampleRow], owners: list[int], generator) -> tuple
     whole = owners == list(range(len(rows)))
     scores = logits if whole else logits[to_device(owners, dev)]
     drawn = [k for k, i in enumerate(owners) if not rows[i].params.is_greedy]
+    wanted = [rows[i].params.logprobs for i in owners]
+    num_top = max((w or 0 for w in wanted), default=0)
+    if not drawn and not num_top:
+        return _greedy_picks(scores, any(w is not None for w in wanted)), 0
     tokens = scores.max(dim=-1).indices  # argmax's first maximum; torch's CPU argmax is 3x slower
     if drawn:
         at = to_device(drawn, dev)
@@ -131,14 +135,23 @@ def _picks(logits, rows: list[SampleRow], owners: list[int], generator) -> tuple
     logprobs = torch.log_softmax(scores, dim=-1)
     chosen = logprobs.gather(1, tokens[:, None])[:, 0]
     parts = [tokens.double(), chosen.double()]
-    wanted = [rows[i].params.logprobs for i in owners]
-    num_top = max((w or 0 for w in wanted), default=0)
     if any(w is not None for w in wanted):
         parts.append(((logprobs > chosen[:, None]).sum(dim=-1) + 1).double())
     if num_top:
         top_values, top_ids = torch.topk(logprobs, num_top, dim=-1)
         parts += [top_values.double().flatten(), top_ids.double().flatten()]
     return parts, num_top
+
+
+def _greedy_picks(scores: torch.Tensor, ranked: bool) -> list[torch.Tensor]:
+    """_picks' pieces when every output is greedy and no top log-probs are asked for: each row's
+    first maximum, its log-prob -log(sum(exp(scores - max))) (log_softmax's at the maximum, with
+    no row of log-probs made), and its rank, which is 1 (nothing scores above a maximum). A
+    decode step of one request: ~140 us -> ~50 us on a CPU."""
+    best = scores.max(dim=-1)
+    chosen = (scores - best.values[:, None]).exp_().sum(dim=-1).log_().neg_()
+    parts = [best.indices.double(), chosen.double()]
+    return parts + [torch.ones_like(parts[1])] if ranked else parts
 
 
 def _draw(scores: torch.Tensor, rows: list[SampleRow], generator) -> torch.Tensor:

@@ -147,3 +147,28 @@ def test_n_samples_survive_preemption(tiny_bart, mode):
     ]
     assert (tight.scheduler.num_swapped_out if mode == "swap" else tight.scheduler.num_recomputed) > 0
     assert tight.block_manager.num_free() == tight.block_manager.num_total()
+
+
+def test_greedy_picks_equal_the_log_softmax_path():
+    """Greedy rows without top log-probs take the short path (no row of log-probs made): the
+    same tokens (the first of tied maxima), log-probs and ranks as the log_softmax path, which
+    rows asking for a top log-prob take."""
+    from scriba.engine.sampler import SampleRow, sample
+
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(4, 1000, generator=g) * 5
+    logits[1, :900] = -math.inf  # banned, as Whisper's rules ban most of the vocabulary
+    logits[2, [10, 20]] = logits[2].max() + 1.0  # a tie: the first wins
+    rows = lambda wanted: [  # noqa: E731
+        SampleRow([1], 0, SamplingParams(temperature=0.0, logprobs=wanted), []) for _ in range(4)
+    ]
+    history = lambda: torch.ones(4, 1, dtype=torch.long)  # noqa: E731
+    short, _ = sample(logits.clone(), rows(0), history)
+    full, _ = sample(logits.clone(), rows(1), history)
+    expected = torch.log_softmax(logits, dim=-1)
+    for i, (a, b) in enumerate(zip(short, full)):
+        (a,), (b,) = a, b
+        assert a.token_id == b.token_id == int(logits[i].argmax()) and (i != 2 or a.token_id == 10)
+        assert math.isclose(a.logprob, float(expected[i, a.token_id]), rel_tol=1e-5, abs_tol=1e-6)
+        assert math.isclose(a.logprob, b.logprob, rel_tol=1e-5, abs_tol=1e-6)
+        assert a.top_logprobs[a.token_id].rank == b.top_logprobs[b.token_id].rank == 1
