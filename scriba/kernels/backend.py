@@ -2,7 +2,8 @@
 
 - "torch": plain torch ops; runs anywhere; the oracle of the others.
 - "numba": the torch path with decode attention in the numba kernel of cpu_paged_attention.py
-  (float32 compute on the CPU, over a float32, float16 or bfloat16 cache); what "auto" picks there.
+  (float32 compute on the CPU, over a float32, float16 or bfloat16 cache), and writes into a
+  half-precision cache in one pass (cpu_kv_write.py); what "auto" picks there.
 - "triton": the Triton KV-cache write and paged decode kernels, torch prefill. Runs on CUDA,
   or on the CPU under TRITON_INTERPRET=1 (how CI tests the kernels inside the engine).
 - "cuda": flash varlen prefill (flash-attn, else PyTorch's built-in flash kernel) plus the
@@ -57,10 +58,21 @@ class NumbaBackend(TorchBackend):
         return paged_decode_attention_cpu(q, kv_cache, block_tables, seq_lens, scale, kv_scales)
 
     @staticmethod
+    def write_kv_cache(k, v, kv_cache, slot_mapping, scales=None):
+        """A float16 or bfloat16 cache in one numba pass; any other as the torch path writes."""
+        from scriba.kernels.cpu_kv_write import write_rounded
+
+        if scales is None and write_rounded(k, v, kv_cache, slot_mapping):
+            return None
+        return TorchBackend.write_kv_cache(k, v, kv_cache, slot_mapping, scales)
+
+    @staticmethod
     def load_kernels(kv_cache, kv_scales=None) -> None:
+        from scriba.kernels import cpu_kv_write
         from scriba.kernels.cpu_paged_attention import load_kernel
 
         load_kernel(kv_cache, kv_scales)
+        cpu_kv_write.load_kernel(kv_cache)
 
 
 class TritonBackend(TorchBackend):
