@@ -33,11 +33,13 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic, overload
 
-from scriba.kernels.cpu_paged_attention import attention_kernel, attention_kernel_8bit, narrow
-from scriba.kernels.cpu_vnni import vnni_matvec
+from scriba.kernels.cpu_paged_attention import attend, attention_kernel, attention_kernel_8bit, narrow
+from scriba.kernels.cpu_vnni import vnni_matvec, vnni_matvec_serial
 
 GELU, RELU = 0, 1  # the activations the step knows (EncoderDecoderLayer.activation_fn)
 _CHUNK = 32  # output features per task of a product: a task reads 32 weight rows
+SERIAL_PRODUCT = 150_000  # weights x rows up to which a VNNI product runs on one thread (tiny.en 384 x 384)
+SERIAL_ATTENTION = 4096  # (row, head, position) reads up to which attention runs on one thread
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
@@ -164,10 +166,13 @@ def _attend_for(q, cache, scales, tables, lengths, block_size, scale, out):
 
         return attend_8bit
 
-    def attend(q, cache, scales, tables, lengths, block_size, scale, out):
-        attention_kernel(q, cache[0], cache[1], tables, lengths, block_size, scale, out)
+    def attend_float(q, cache, scales, tables, lengths, block_size, scale, out):
+        if q.shape[1] * lengths.sum() <= SERIAL_ATTENTION:  # a short self-attention context
+            attend(q, cache[0], cache[1], tables, lengths, block_size, scale, out)  # here: serial
+        else:
+            attention_kernel(q, cache[0], cache[1], tables, lengths, block_size, scale, out)
 
-    return attend
+    return attend_float
 
 
 def _product(w, scales, bias, sums, x, out):
@@ -178,7 +183,14 @@ def _product(w, scales, bias, sums, x, out):
 @overload(_product)
 def _product_for(w, scales, bias, sums, x, out):
     if sums.dtype == types.int32:
-        return lambda w, scales, bias, sums, x, out: vnni_matvec(w, sums, scales, bias, x, out)
+
+        def vnni(w, scales, bias, sums, x, out):
+            if w.size * x.shape[0] <= SERIAL_PRODUCT:
+                vnni_matvec_serial(w, sums, scales, bias, x, out)
+            else:
+                vnni_matvec(w, sums, scales, bias, x, out)
+
+        return vnni
     return lambda w, scales, bias, sums, x, out: int8_matvec(w, scales, bias, x, out)
 
 

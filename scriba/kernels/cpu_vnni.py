@@ -114,10 +114,10 @@ def quantize_rows(x, codes, row_scales, zero_points):
             codes[r, i] = np.uint8(min(max(np.int32(np.round(x[r, i] * inverse)) + z, 0), 255))
 
 
-@numba.njit(parallel=True, fastmath=True, cache=True)
-def vnni_matvec(w, sums, scales, bias, x, out):
-    """out [R, out] = (x @ w.T) * scales + bias as in cpu_decoder_step.int8_matvec, x quantized
-    a row at a time: w [out, in] int8 (in a multiple of 64), sums [out] int32 (code_sums)."""
+@numba.njit(fastmath=True, inline="always")
+def _products(w, sums, scales, bias, x, out):
+    """vnni_matvec's work: in parallel over chunks of output features where it is inlined into
+    a parallel kernel, one after another elsewhere (prange is range there)."""
     rows, size = x.shape
     codes = np.empty((rows, size), np.uint8)
     row_scales, zero_points = np.empty(rows, np.float32), np.empty(rows, np.int32)
@@ -130,3 +130,17 @@ def vnni_matvec(w, sums, scales, bias, x, out):
             for r in range(rows):
                 total = _dot_u8s8(codes[r].ctypes.data, row, blocks) - zero_points[r] * sums[o]
                 out[r, o] = np.float32(total) * row_scales[r] * scales[o] + bias[o]
+
+
+@numba.njit(parallel=True, fastmath=True, cache=True)
+def vnni_matvec(w, sums, scales, bias, x, out):
+    """out [R, out] = (x @ w.T) * scales + bias as in cpu_decoder_step.int8_matvec, x quantized
+    a row at a time: w [out, in] int8 (in a multiple of 64), sums [out] int32 (code_sums)."""
+    _products(w, sums, scales, bias, x, out)
+
+
+@numba.njit(fastmath=True, cache=True)
+def vnni_matvec_serial(w, sums, scales, bias, x, out):
+    """vnni_matvec on the calling thread: for a small product a parallel launch costs more than
+    it saves (tiny.en's 384 x 384: ~4 us of work, ~8 us to start and join the pool)."""
+    _products(w, sums, scales, bias, x, out)

@@ -57,10 +57,11 @@ def test_vnni_products_are_the_integer_dot_products_of_the_codes():
     scales, bias = rng.random(1000, dtype=np.float32) / 100, rng.standard_normal(1000, dtype=np.float32)
     x = rows(3, 3, 192)
     x[2] = 50.0  # every code 255
-    out = np.empty((3, 1000), np.float32)
-    cpu_vnni.vnni_matvec(w, cpu_vnni.code_sums(w), scales, bias, x, out)
     codes, row_scales, zeros = quantized(x)
     dots = (codes.astype(np.int64) - zeros[:, None]) @ w.T.astype(np.int64)
     expected = dots * row_scales[:, None].astype(np.float64) * scales.astype(np.float64) + bias
-    assert np.allclose(out, expected, rtol=1e-6, atol=1e-5)
+    for kernel in (cpu_vnni.vnni_matvec, cpu_vnni.vnni_matvec_serial):  # the pool's, one thread's
+        out = np.empty((3, 1000), np.float32)
+        kernel(w, cpu_vnni.code_sums(w), scales, bias, x, out)
+        assert np.allclose(out, expected, rtol=1e-6, atol=1e-5)
     assert not cpu_vnni.fits(96)  # not a multiple of 64: the float32 products
