@@ -34,10 +34,9 @@ from numba.core import types
 from numba.extending import intrinsic, overload
 
 from scriba.kernels.cpu_paged_attention import attend, attention_kernel, attention_kernel_8bit, narrow
-from scriba.kernels.cpu_vnni import vnni_matvec, vnni_matvec_serial
+from scriba.kernels.cpu_vnni import CHUNK, vnni_matvec, vnni_matvec_serial
 
 GELU, RELU = 0, 1  # the activations the step knows (EncoderDecoderLayer.activation_fn)
-_CHUNK = 32  # output features per task of a product: a task reads 32 weight rows
 SERIAL_PRODUCT = 150_000  # weights x rows up to which a VNNI product runs on one thread (tiny.en 384 x 384)
 SERIAL_ATTENTION = 4096  # (row, head, position) reads up to which attention runs on one thread
 
@@ -49,8 +48,8 @@ def int8_matvec(w, scales, bias, x, out):
     chunks of output features, each weight row read once for every row of x."""
     rows, size = x.shape
     n_out = w.shape[0]
-    for c in numba.prange((n_out + _CHUNK - 1) // _CHUNK):
-        for o in range(c * _CHUNK, min(n_out, c * _CHUNK + _CHUNK)):
+    for c in numba.prange((n_out + CHUNK - 1) // CHUNK):
+        for o in range(c * CHUNK, min(n_out, c * CHUNK + CHUNK)):
             for r in range(rows):
                 acc = np.float32(0.0)
                 for i in range(size):

@@ -30,7 +30,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-_CHUNK = 32  # output features per task, as cpu_decoder_step's float products
+CHUNK = 32  # output features per task of a product (here and cpu_decoder_step's): 32 weight rows
 
 
 def _host_has_vnni() -> bool:
@@ -124,8 +124,8 @@ def _products(w, sums, scales, bias, x, out):
     quantize_rows(x, codes, row_scales, zero_points)
     blocks = size // 64
     n_out = w.shape[0]
-    for c in numba.prange((n_out + _CHUNK - 1) // _CHUNK):
-        for o in range(c * _CHUNK, min(n_out, c * _CHUNK + _CHUNK)):
+    for c in numba.prange((n_out + CHUNK - 1) // CHUNK):
+        for o in range(c * CHUNK, min(n_out, c * CHUNK + CHUNK)):
             row = w[o].ctypes.data
             for r in range(rows):
                 total = _dot_u8s8(codes[r].ctypes.data, row, blocks) - zero_points[r] * sums[o]

@@ -99,10 +99,11 @@ class NumbaDecoderStep:
         )  # [L, 3, 2, D]
         self.final_norm = _numpy(torch.stack([decoder.layer_norm.weight, decoder.layer_norm.bias]))
         self.head = tuple(t.contiguous().numpy() for t in int8_linear(model.quantized_head))
-        self.products = products or _host_products(self.weights + (self.head[0],))
+        vnni_fits = all(cpu_vnni.fits(w.shape[-1]) for w in (*self.weights, self.head[0]))
+        self.products = products or ("vnni" if vnni_fits else "float32")
         if self.products not in PRODUCTS:
             raise ValueError(f"products must be one of {PRODUCTS}, got {products!r}")
-        if self.products == "vnni" and not all(cpu_vnni.fits(w.shape[-1]) for w in self.weights):
+        if self.products == "vnni" and not vnni_fits:
             raise ValueError("VNNI products need AVX-512 VNNI and input widths that are multiples of 64")
         if self.products == "vnni":
             self.sums = tuple(cpu_vnni.code_sums(w) for w in self.weights)
@@ -202,13 +203,6 @@ class NumbaDecoderStep:
         self.kernel.decoder_step.compile(tuple(numba.typeof(a) for a in args))
         kernel, logits = self._logits_kernel(hidden, np.zeros((1, self.head[0].shape[0]), np.float32))
         kernel.compile(tuple(numba.typeof(a) for a in logits))
-
-
-def _host_products(weights: tuple[np.ndarray, ...]) -> str:
-    """ "vnni" where the host has it and every product's input width suits it, else "float32"."""
-    from scriba.kernels.cpu_vnni import fits
-
-    return "vnni" if all(fits(w.shape[-1]) for w in weights) else "float32"
 
 
 def _module(layer: nn.Module, path: tuple[str, ...]) -> nn.Module:

@@ -27,7 +27,9 @@ VNNI_TOLERANCE = 6e-2  # each product's input rounded to 8-bit codes; measured 0
 @pytest.fixture
 def float32_products(monkeypatch):
     """The numba step with its float32 products on any host (VNNI's are the last tests')."""
-    monkeypatch.setattr(decoder_step, "_host_products", lambda weights: "float32")
+    from scriba.kernels import cpu_vnni
+
+    monkeypatch.setattr(cpu_vnni, "fits", lambda width: False)
 
 
 class CountedStep:
