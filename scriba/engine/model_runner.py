@@ -231,7 +231,9 @@ class ModelRunner:
             else:
                 encoder = (step.encoder_inputs, step.encoder_positions)
                 hidden = self.model(step.input_ids, step.positions, step.meta, *encoder)
-            picked = step.sample_indices if query_rows is None else torch.cat([step.sample_indices, query_rows])
+            picked = (
+                step.sample_indices if query_rows is None else torch.cat([step.sample_indices, query_rows])
+            )
             logits = self._logits(hidden[picked])  # the sampled rows' and the queried ones' in one pass
         asked = None
         if queries:  # raw log-probs at prompt positions, before any rule

@@ -35,6 +35,7 @@ from scriba.kernels.cpu_exp import softmax_weights
 from scriba.kernels.kv8 import is_8bit
 from scriba.kernels.paged_attention import check_paged_args
 
+
 @intrinsic
 def _as_float32(typingctx, x):
     """A cache element as a float32: a float32 as it is; a bfloat16 (its bits, a uint16) is the

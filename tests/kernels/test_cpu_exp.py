@@ -23,7 +23,9 @@ def test_sum_exp_is_the_float64_sum(seed, n):
     peak = row.max()
     expected = np.exp(row.astype(np.float64) - peak).sum()
     assert sum_exp(row, peak) == pytest.approx(expected, rel=2e-6)
-    assert sum_exp(row[n // 2 :], peak) == pytest.approx(np.exp(row[n // 2 :] - np.float64(peak)).sum(), rel=2e-6)
+    assert sum_exp(row[n // 2 :], peak) == pytest.approx(
+        np.exp(row[n // 2 :] - np.float64(peak)).sum(), rel=2e-6
+    )
 
 
 def test_log_softmax_at_is_log_softmax_at_the_picks():
