@@ -1,7 +1,7 @@
 """Whisper on this CPU against the field: Scriba's default, OpenVINO GenAI, faster-whisper.
 
     python benchmarks/bench_cpu_field.py --peers-python /tmp/peers/bin/python \\
-        --openvino-models /tmp/ov [--models tiny.en,base] [--rounds 3] [--out FILE]
+        --openvino-models /tmp/ov [--models tiny.en,base] [--rounds 3] [--passes 1] [--out FILE]
 
 Setup (once; not in CI): `bash benchmarks/setup_field.sh` makes the peers' venv (openvino-genai,
 optimum-intel) and exports the same weights Scriba reads (the bundled tiny.en, the multilingual
@@ -9,7 +9,8 @@ base) as Hugging Face folders, then as OpenVINO int8-weight models (`optimum-cli
 --weight-format int8`). faster-whisper runs from Scriba's own venv (the `bench` extra) on the
 CTranslate2 int8 folders. Every system runs in a process of its own, one at a time (keep the
 machine quiet), warmed up on one file, then timed over `--rounds` rounds; the fastest round
-counts. Greedy, English, timestamps on. Workloads (../shared/data):
+counts. `--passes N`: the systems take turns N times and each turn's ratio is printed too.
+Greedy, English, timestamps on. Workloads (../shared/data):
   short, one at a time   dev_speech's 24 short clips and jfk.flac, each its own call: RTFx over
                          the whole set, latency p50 / p90 per clip, WER
   short, one call        the same clips in one call (systems that take a list)
@@ -91,28 +92,42 @@ def run_worker(python: str, system: str, model: str, workload: str, files: list[
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def bench(name: str, files, refs, workload: str, found: dict, rounds: int) -> None:
+def bench(name: str, files, refs, workload: str, found: dict, rounds: int, passes: int = 1) -> None:
+    """Each system `rounds` rounds in a process of its own; with `passes` > 1 the systems take
+    turns that many times (every other pass in reverse order), each pass's ratio is printed (a
+    shared host's speed drifts over minutes: a ratio within one pass compares like with like),
+    and the table holds each system's best round over all passes."""
     audio = sum(sf.info(f).duration for f in files)
-    say(f"\n{name}: {len(files)} files, {audio:.0f} s, best of {rounds}")
+    say(f"\n{name}: {len(files)} files, {audio:.0f} s, best of {rounds} x {passes}")
     say(f"{'system':<30} {'RTFx':>7} {'WER':>7} {'p50 ms':>8} {'p90 ms':>8}")
+    chosen = [(s, v) for s, v in found.items() if workload != "one-call" or s in ONE_CALL]
+    results: dict[str, list[dict]] = {system: [] for system, _ in chosen}
+    for turn in range(passes):
+        for system, (python, model) in chosen if turn % 2 == 0 else chosen[::-1]:
+            results[system].append(run_worker(python, system, model, workload, files, rounds))
     rtfx = {}
-    for system, (python, model) in found.items():
-        if workload == "one-call" and system not in ONE_CALL:
-            continue
-        result = run_worker(python, system, model, workload, files, rounds)
-        best = min(result["seconds"], key=sum)
-        rtfx[system] = audio / sum(best)
+    for system, runs in results.items():
+        seconds = [r for run in runs for r in run["seconds"]]
+        rtfx[system] = audio / sum(min(seconds, key=sum))
         latency = ""
         if workload == "one-by-one" and len(files) > 4:
-            per_file = sorted(statistics.median(r[i] for r in result["seconds"]) for i in range(len(files)))
+            per_file = sorted(statistics.median(r[i] for r in seconds) for i in range(len(files)))
             p50, p90 = per_file[len(files) // 2], per_file[int(0.9 * (len(files) - 1))]
             latency = f"{1000 * p50:8.0f} {1000 * p90:8.0f}"
-        say(f"{system:<30} {rtfx[system]:6.1f}x {wer(refs, result['texts']):7.4f} {latency}")
-    others = {s: v for s, v in rtfx.items() if not s.startswith("Scriba")}
-    if others:
-        best_other = max(others, key=others.get)
-        ratio = rtfx["Scriba default"] / others[best_other]
-        say(f"Scriba default / {best_other} ({others[best_other]:.1f}x): {ratio:.2f}x")
+        say(f"{system:<30} {rtfx[system]:6.1f}x {wer(refs, runs[0]['texts']):7.4f} {latency}")
+    others = [s for s in rtfx if not s.startswith("Scriba")]
+    if not others:
+        return
+    best_other = max(others, key=rtfx.get)
+    ratio = rtfx["Scriba default"] / rtfx[best_other]
+    say(f"Scriba default / {best_other} ({rtfx[best_other]:.1f}x): {ratio:.2f}x")
+    if passes > 1:
+        fastest = lambda run: audio / sum(min(run["seconds"], key=sum))  # noqa: E731
+        per_pass = [
+            fastest(results["Scriba default"][k]) / max(fastest(results[s][k]) for s in others)
+            for k in range(passes)
+        ]
+        say("  per pass, Scriba default / the fastest other: " + ", ".join(f"{r:.2f}x" for r in per_pass))
 
 
 def main(argv=None) -> int:
@@ -122,6 +137,7 @@ def main(argv=None) -> int:
     parser.add_argument("--openvino-models", default=None, help="folder of the exported models")
     parser.add_argument("--data", default=DATA)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--passes", type=int, default=1, help="times the systems take turns (ratio per pass)")
     parser.add_argument("--workloads", default="", help="names to run, separated by ; (default: all)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
@@ -133,7 +149,7 @@ def main(argv=None) -> int:
         for name, (files, refs, workload) in workloads(args.data).items():
             if args.workloads and name not in args.workloads.split(";"):
                 continue
-            bench(name, files, refs, workload, found, args.rounds)
+            bench(name, files, refs, workload, found, args.rounds, args.passes)
     save_lines(LINES, args.out)
     return 0
 
