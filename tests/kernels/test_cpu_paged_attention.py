@@ -76,22 +76,6 @@ def test_kernel_matches_dense_reference(seed, block_size, heads, dim, head_major
         torch.testing.assert_close(out[i], ref, atol=2e-5, rtol=2e-5)
 
 
-@pytest.mark.parametrize("head_major", [True, False])
-def test_float16_blocks_of_head_size_64_match_dense_reference(head_major):
-    """A float16 cache with blocks of 16 and head size 64 takes the LLVM IR blocks
-    (cpu_f16_blocks.py) where a head's block is contiguous (head-major), the loops elsewhere:
-    both the dense reference, with partial last blocks and shared contexts."""
-    rng = random.Random(5)
-    torch.manual_seed(5)
-    lengths = [1500, 15, 16, 17, 300, 1, 1500]  # the last shares the first one's blocks
-    cache, tables, dense = paged_contexts(rng, lengths, 16, 6, 64, head_major, {6}, torch.float16)
-    q = torch.randn(len(lengths), 6, 64)
-    out = paged_decode_attention_cpu(q, cache, tables, torch.tensor(lengths, dtype=torch.int32), 0.125)
-    for i, kv in enumerate(dense):
-        ref = dense_attention(q[i], kv[0], kv[1], 0.125).float()
-        torch.testing.assert_close(out[i], ref, atol=2e-5, rtol=2e-5)
-
-
 @pytest.mark.parametrize("dtype", CACHE_DTYPES)
 def test_kernel_equals_the_torch_path_on_whisper_sized_cross_contexts(dtype):
     """17 contexts of 1,500 positions in runs of consecutive blocks, as cross-attention's: the
