@@ -105,10 +105,11 @@ def bench(name: str, files, refs, workload: str, found: dict, rounds: int, passe
     for turn in range(passes):
         for system, (python, model) in chosen if turn % 2 == 0 else chosen[::-1]:
             results[system].append(run_worker(python, system, model, workload, files, rounds))
+    fastest = lambda seconds: audio / sum(min(seconds, key=sum))  # noqa: E731 - RTFx of the best round
     rtfx = {}
     for system, runs in results.items():
         seconds = [r for run in runs for r in run["seconds"]]
-        rtfx[system] = audio / sum(min(seconds, key=sum))
+        rtfx[system] = fastest(seconds)
         latency = ""
         if workload == "one-by-one" and len(files) > 4:
             per_file = sorted(statistics.median(r[i] for r in seconds) for i in range(len(files)))
@@ -122,9 +123,9 @@ def bench(name: str, files, refs, workload: str, found: dict, rounds: int, passe
     ratio = rtfx["Scriba default"] / rtfx[best_other]
     say(f"Scriba default / {best_other} ({rtfx[best_other]:.1f}x): {ratio:.2f}x")
     if passes > 1:
-        fastest = lambda run: audio / sum(min(run["seconds"], key=sum))  # noqa: E731
         per_pass = [
-            fastest(results["Scriba default"][k]) / max(fastest(results[s][k]) for s in others)
+            fastest(results["Scriba default"][k]["seconds"])
+            / max(fastest(results[s][k]["seconds"]) for s in others)
             for k in range(passes)
         ]
         say("  per pass, Scriba default / the fastest other: " + ", ".join(f"{r:.2f}x" for r in per_pass))
