@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import statistics
 import sys
 import tempfile
@@ -38,6 +39,7 @@ from transformers import (
 )
 
 from scriba import Engine, SamplingParams
+from scriba.kernels import paged_attention
 from scriba.kernels.varlen_attention import varlen_attention_flash, varlen_attention_ref
 
 SHAPES = {
@@ -319,10 +321,10 @@ def variants(args) -> list[tuple[str, str, str]]:
     if not args.variants:
         return [("", args.async_scheduling, args.kv_cache_dtype)]
     names = args.variants.split(",")
-    unknown = [n for n in names if n not in VARIANTS]
+    unknown = [n for n in names if n.removesuffix("+launch") not in VARIANTS]
     if unknown:
         raise SystemExit(f"unknown --variants {unknown}; choose from {sorted(VARIANTS)}")
-    return [(n, *VARIANTS[n]) for n in names]
+    return [(n, *VARIANTS[n.removesuffix("+launch")]) for n in names]
 
 
 def run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype):
@@ -348,7 +350,15 @@ def run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype):
 def run_variants(args, folder, prompts) -> list[tuple[str, str, tuple, list[list[int]]]]:
     """(label, kv_cache_dtype, (wall, step, host), tokens) per --variants entry."""
     results = []
+    default_launch = dict(paged_attention.LAUNCH)
     for label, async_scheduling, kv_cache_dtype in variants(args):
+        launch = (
+            args.decode_launch
+            if args.decode_launch and (label.endswith("+launch") or not args.variants)
+            else {}
+        )
+        paged_attention.LAUNCH.update({**default_launch, **launch})
+        log(f"({label or 'scriba'}) paged decode launch: {paged_attention.LAUNCH}")
         wall, step, host, split, tokens = run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype)
         results.append((label, kv_cache_dtype, (wall, step, host, split), tokens))
     return results
@@ -478,10 +488,19 @@ def main(argv=None) -> None:
         " overrides --async-scheduling and --kv-cache-dtype",
     )
     parser.add_argument(
+        "--decode-launch",
+        help="paged decode kernel settings over LAUNCH's for every variant, or for those named"
+        ' with a "+launch" suffix (async+launch): a JSON object or a file holding one, e.g.'
+        ' \'{"lanes": true, "tile": 64}\' (benchmarks/tune_paged_decode.py --best-out)',
+    )
+    parser.add_argument(
         "--skip-transformers", action="store_true", help="Scriba only (its cache does not fit at batch 256)"
     )
     args = parser.parse_args(argv)
     args.dtype = args.dtype or ("float16" if args.device.startswith("cuda") else "float32")
+    if args.decode_launch:
+        text = args.decode_launch
+        args.decode_launch = json.loads(text if text.lstrip().startswith("{") else open(text).read())
     global OUT_PATH
     OUT_PATH = args.out
     if args.out:

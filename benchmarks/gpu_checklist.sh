@@ -2,6 +2,7 @@
 # ../shared/GPU.md's checklist in one call on a lent GPU machine: logs and reports under $OUT.
 #   bash benchmarks/gpu_checklist.sh [stage ...]
 #   stages: env kernels engine async suite whisper bart tune big sync fp8 big-sync big-fp8 variants variants64 syncs
+#           launch256 launch64 (after tune: its fastest launch, /tmp/best_launch.json, against the default)
 # The next lent GPU, to re-time what session 13 fixed without a GPU (host waits in admitting steps,
 # the one-kernel 8-bit write): env kernels async syncs variants variants64 (about 6 minutes).
 # Each stage has its own time limit, so one failure or hang leaves the others' results.
@@ -29,7 +30,9 @@ for stage in $stages; do
     suite) SCRIBA_TEST_FLOAT32=1 run suite 300 python3 -m pytest -q -p no:cacheprovider tests/engine tests/models -k "not off_on_the_cpu" ;;
     whisper) run whisper 300 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --profile --out "$OUT/gpu_whisper_b64.txt" ;;
     bart) run bart 300 python3 benchmarks/bench_gpu.py --models bart --batch 64 --profile --out "$OUT/gpu_bart_b64.txt" ;;
-    tune) run tune 240 python3 benchmarks/tune_paged_decode.py ;;
+    tune) run tune 300 python3 benchmarks/tune_paged_decode.py --best-out /tmp/best_launch.json ;;
+    launch256) run launch256 330 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants async,async+launch,fp8,fp8+launch --decode-launch /tmp/best_launch.json --out "$OUT/gpu_whisper_b256_launch.txt" ;;
+    launch64) run launch64 300 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --profile --variants async,async+launch,sync --decode-launch /tmp/best_launch.json --out "$OUT/gpu_whisper_b64_launch.txt" ;;
     sync) run sync 300 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --skip-transformers --profile --async-scheduling off --out "$OUT/gpu_whisper_b64_sync.txt" ;;
     fp8) run fp8 300 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --skip-transformers --profile --kv-cache-dtype fp8 --out "$OUT/gpu_whisper_b64_fp8.txt" ;;
     big-sync) run big-sync 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --async-scheduling off --out "$OUT/gpu_whisper_b256_sync.txt" ;;

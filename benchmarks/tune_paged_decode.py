@@ -1,63 +1,98 @@
 """Launch settings of the Triton paged decode kernel on this GPU: Whisper large's cross
 attention (1500 positions, 20 heads of 64) and a short self-attention context, at batch 64
-and 256. Prints time, achieved K/V read bandwidth and the error against the torch reference.
+and 256, over a float16 cache and an fp8 one, with the grid's sequences or heads first
+(LAUNCH's `heads_first`). Prints time, achieved K/V read bandwidth and the error against the
+torch reference; `--best-out` writes the fastest tile and grid order of the 256 x 1500 float16
+case (its warps left to the engine's rule).
 
-    python benchmarks/tune_paged_decode.py   # on a GPU
+    python benchmarks/tune_paged_decode.py [--best-out best.json]   # on a GPU
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
+import json
 
 import torch
 import triton
 
-from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
+from scriba.kernels.kv8 import FP8, quantize
+from scriba.kernels.paged_attention import (
+    LAUNCH,
+    paged_decode_attention_ref,
+    paged_decode_attention_triton,
+)
+
+CASES = [(64, 1500, "float16"), (256, 1500, "float16"), (64, 80, "float16"), (256, 1500, "fp8")]
 
 
-def case(seqs: int, length: int, heads=20, dim=64, block=16, dtype=torch.float16):
+def case(seqs: int, length: int, kind: str, heads=20, dim=64, block=16):
+    """(q, cache, tables, lens, scales or None): each sequence's blocks one run, in shuffled order."""
     per_seq = -(-length // block)
-    cache = torch.randn(2, seqs * per_seq + 1, block, heads, dim, device="cuda", dtype=dtype)
+    cache = torch.randn(2, seqs * per_seq + 1, block, heads, dim, device="cuda", dtype=torch.float16)
+    scales = None
+    if kind == "fp8":
+        cache, scales = quantize(cache, FP8)
     tables = (
         torch.randperm(seqs, device="cuda")[:, None] * per_seq + torch.arange(per_seq, device="cuda")
     ).int() + 1
     lens = torch.full((seqs,), length, dtype=torch.int32, device="cuda")
-    q = torch.randn(seqs, heads, dim, device="cuda", dtype=dtype)
-    return q, cache, tables, lens
+    q = torch.randn(seqs, heads, dim, device="cuda", dtype=torch.float16)
+    return q, cache, tables, lens, scales
+
+
+def measure(seqs: int, length: int, kind: str) -> list[tuple]:
+    q, cache, tables, lens, scales = case(seqs, length, kind)
+    ref = paged_decode_attention_ref(
+        q.float(), cache if scales is not None else cache.float(), tables, lens, 0.125, kv_scales=scales
+    )
+    nbytes = 2 * seqs * length * q.shape[1] * q.shape[2] * cache.element_size()
+    rows = []
+    configs = itertools.product([32, 64], [4, 8], [3], [None, 2], [False, True])
+    for tile, warps, stages, splits, heads_first in configs:
+        launch = dict(tile=tile, num_warps=warps, num_stages=stages, heads_first=heads_first)
+        run = lambda: paged_decode_attention_triton(  # noqa: E731
+            q, cache, tables, lens, 0.125, num_splits=splits, launch=launch, kv_scales=scales
+        )
+        try:
+            err = (run().float() - ref).abs().max().item()
+            ms = triton.testing.do_bench(run, warmup=20, rep=100, return_mode="median")
+        except Exception as e:  # noqa: BLE001 - a setting the compiler refuses
+            print(f"{seqs} x {length} {kind} {launch} splits {splits}: {type(e).__name__}: {e}"[:300])
+            continue
+        rows.append((launch, splits, ms, nbytes / ms / 1e6, err))
+    return rows
+
+
+def defaults(kind: str) -> dict:
+    """LAUNCH as the engine resolves it for this cache."""
+    return {**LAUNCH, "num_warps": LAUNCH["num_warps"] or (4 if kind == "fp8" else 8)}
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--best-out", help="write the fastest 256 x 1500 float16 launch here (JSON)")
+    args = parser.parse_args()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
-    rows = []
-    for seqs, length in [(64, 1500), (256, 1500), (64, 80)]:
-        q, cache, tables, lens = case(seqs, length)
-        ref = paged_decode_attention_ref(q.float(), cache.float(), tables, lens, 0.125)
-        nbytes = 2 * seqs * length * q.shape[1] * q.shape[2] * q.element_size()
-        configs = itertools.product([64, 128, 256], [4, 8], [2, 3, 4], [None, 2])
-        for tile, warps, stages, splits in configs:
-            launch = dict(tile=tile, num_warps=warps, num_stages=stages)
-            run = lambda: paged_decode_attention_triton(  # noqa: E731
-                q, cache, tables, lens, 0.125, num_splits=splits, launch=launch
-            )
-            try:
-                err = (run().float() - ref).abs().max().item()
-                ms = triton.testing.do_bench(run, warmup=20, rep=100, return_mode="median")
-            except Exception as e:  # noqa: BLE001 - a setting the compiler refuses
-                print(f"seqs {seqs} len {length} {launch} splits {splits}: {type(e).__name__}")
-                continue
-            rows.append((seqs, length, tile, warps, stages, splits, ms, nbytes / ms / 1e6, err))
-    for seqs, length in [(64, 1500), (256, 1500), (64, 80)]:
-        mine = sorted((r for r in rows if r[:2] == (seqs, length)), key=lambda r: r[6])
-        default = [r for r in mine if r[2:6] == (64, 4, 3, None)]
-        print(
-            f"\n## {seqs} seqs x {length} positions: best 8 of {len(mine)}; default {default[0][6] * 1e3:.1f} us"
-            if default
-            else ""
-        )
-        for r in mine[:8]:
-            print(
-                f"tile {r[2]:3d} warps {r[3]} stages {r[4]} splits {r[5]}: {r[6] * 1e3:8.1f} us {r[7]:6.0f} GB/s err {r[8]:.1e}"
-            )
+    for seqs, length, kind in CASES:
+        rows = sorted(measure(seqs, length, kind), key=lambda r: r[2])
+        default = [r for r in rows if r[1] is None and all(r[0][k] == v for k, v in defaults(kind).items())]
+        print(f"\n## {seqs} seqs x {length} positions, {kind} cache: best 8 of {len(rows)}", end="")
+        print(f"; default {default[0][2] * 1e3:.1f} us {default[0][3]:.0f} GB/s" if default else "")
+        for launch, splits, ms, gbs, err in rows[:8]:
+            print(f"{launch} splits {splits}: {ms * 1e3:8.1f} us {gbs:6.0f} GB/s err {err:.1e}")
+        for heads_first in (False, True):
+            mine = [r for r in rows if r[0]["heads_first"] == heads_first]
+            if mine:
+                best = f"{mine[0][0]} splits {mine[0][1]}: {mine[0][2] * 1e3:.1f} us"
+                print(f"best, heads_first={heads_first}: {best}")
+        planned = [r for r in rows if r[1] is None]  # the engine plans its splits itself
+        if args.best_out and (seqs, length, kind) == (256, 1500, "float16") and planned:
+            best = {k: planned[0][0][k] for k in ("tile", "heads_first")}
+            with open(args.best_out, "w") as f:
+                json.dump(best, f)
+            print(f"wrote {best} to {args.best_out}")
 
 
 if __name__ == "__main__":

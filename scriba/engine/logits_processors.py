@@ -59,7 +59,14 @@ def ban(logits: torch.Tensor, rows: list[int], token_ids: Sequence[int]) -> None
         if rows == list(range(logits.shape[0])):
             logits.index_fill_(1, columns, NEG_INF)
         else:
-            logits[index(rows, dev)[:, None], columns[None, :]] = NEG_INF
+            # a device scalar: a Python float would be copied to the GPU from pageable memory
+            # on each call, a copy the host waits for (benchmarks/find_gpu_syncs.py)
+            logits[index(rows, dev)[:, None], columns[None, :]] = _neg_inf(dev, logits.dtype)
+
+
+@functools.lru_cache(maxsize=16)
+def _neg_inf(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    return torch.full((), NEG_INF, device=device, dtype=dtype)
 
 
 @functools.lru_cache(maxsize=256)

@@ -20,9 +20,10 @@ import torch
 from scriba.kernels.kv8 import FP8, LARGEST, TINY
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, tl, triton
 
-ROUNDER = 12582912.0  # 1.5 * 2**23: x + ROUNDER - ROUNDER is x rounded to the nearest even integer
-
 if HAS_TRITON:
+    # 1.5 * 2**23: x + ROUNDER - ROUNDER is x rounded to the nearest even integer. A constexpr:
+    # compiled Triton reads no other globals (the interpreter does, so only a GPU finds this).
+    ROUNDER = tl.constexpr(12582912.0)
 
     @triton.jit
     def _e4m3_codes(x):

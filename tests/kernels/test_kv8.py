@@ -77,11 +77,14 @@ def test_decode_readers_agree_with_dense_float_attention(dtype, head_major):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("splits", [1, 4])
-def test_the_triton_decode_kernel_reads_8bit_as_the_reference(dtype, splits):
+@pytest.mark.parametrize("heads_first", [False, True], ids=["seqs_first", "heads_first"])
+def test_the_triton_decode_kernel_reads_8bit_as_the_reference(dtype, splits, heads_first):
     cache, scales, tables, lengths, _ = filled_cache(dtype, [700, 16, 90], seed=2, device=DEVICE)
     q = torch.randn(3, HEADS, DIM, generator=torch.Generator().manual_seed(2)).to(DEVICE)
     ref = paged_decode_attention_ref(q, cache, tables, lengths, 0.125, kv_scales=scales)
-    got = paged_decode_attention_triton(q, cache, tables, lengths, 0.125, num_splits=splits, kv_scales=scales)
+    got = paged_decode_attention_triton(
+        q, cache, tables, lengths, 0.125, num_splits=splits, kv_scales=scales, launch=dict(heads_first=heads_first)
+    )
     # float32 sums in another order, over keys up to ~1,000 (a head's scores up to ~1e4)
     torch.testing.assert_close(got, ref, atol=5e-4, rtol=1e-3)
     with pytest.raises(ValueError, match="8-bit cache is read with its scales"):

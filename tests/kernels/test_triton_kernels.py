@@ -58,7 +58,7 @@ def paged_batch(lengths, head_dim, dtype, seed):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("head_dim", [64, 80, 128])
-def test_paged_decode_matches_reference(dtype, head_dim):
+def test_paged_decode_matches_reference(dtype, head_dim, heads_first=True):
     rng = random.Random(head_dim)
     lengths = [1, 15, 16, 17, 448, 1500] + [rng.randint(1, 1500) for _ in range(3)]
     q, cache, tables, lens, clean = paged_batch(lengths, head_dim, dtype, seed=head_dim)
@@ -70,8 +70,22 @@ def test_paged_decode_matches_reference(dtype, head_dim):
         40,
     ):  # planned, a single pass, a few, many (most empty for short sequences)
         out = torch.full_like(q, float("nan"))
-        paged_decode_attention_triton(q, cache, tables, lens, head_dim**-0.5, num_splits=num_splits, out=out)
+        paged_decode_attention_triton(
+            q,
+            cache,
+            tables,
+            lens,
+            head_dim**-0.5,
+            num_splits=num_splits,
+            out=out,
+            launch=dict(heads_first=heads_first),
+        )
         torch.testing.assert_close(out.float(), ref, atol=TOLERANCE[dtype], rtol=TOLERANCE[dtype])
+
+
+def test_paged_decode_runs_in_either_grid_order():
+    """The grid's sequences first (LAUNCH's heads_first=False) reads as the default order."""
+    test_paged_decode_matches_reference(torch.float16, 64, heads_first=False)
 
 
 def test_split_plan_fills_the_gpu_and_covers_the_context(monkeypatch):
