@@ -15,7 +15,7 @@ import torch
 
 from scriba.engine.cross_attention_weights import cross_attention_weights
 from scriba.engine.cuda_graphs import DecodeGraphs
-from scriba.engine.sampler import DeviceSamples, Sample, SampleRow, sample_on_device
+from scriba.engine.sampler import DeviceSamples, Sample, SampleRow, log_softmax_at, sample_on_device
 from scriba.engine.sequence import PENDING, Sequence, SequenceGroup
 from scriba.engine.staging import HostStaging
 from scriba.engine.step_packing import (
@@ -171,6 +171,10 @@ class ModelRunner:
         self.backend.load_kernels(self.kv_caches[0], self.kv_scales[0] if self.kv_scales else None)
         if self.decode_step is not None:
             self.decode_step.load_kernels()
+        if self.device.type == "cpu":  # the sampler's greedy log-probs
+            from scriba.kernels.cpu_exp import load_kernel
+
+            load_kernel()
 
     def capture_decode_graphs(
         self, max_batch: int, max_self_blocks: int, max_cross_blocks: int, capture: bool = True
@@ -214,24 +218,27 @@ class ModelRunner:
             self.cross_rows.gather([], [])
             return LaunchedStep([])
         step = self.prepare_inputs(prefills, decodes, feed)
+        queries = step.prompt_logprob_queries
+        query_rows = to_device([i for _, i, _ in queries], self.device) if queries else None
         if self.graphs is not None and self.graphs.fits(step.meta):
             logits = self.graphs.run(step.input_ids, step.positions, step.meta).float()
         elif self.decode_step is not None and self.decode_step.fits(step.meta):
             hidden = self.decode_step(step.input_ids, step.positions, step.meta)
-            logits = self.decode_step.logits(hidden[step.sample_indices])
-        elif self._prefill_fits_numba(step, prefills):
-            hidden = self._numba_prefill(step, prefills)
-            logits = self.decode_step.logits(hidden[step.sample_indices])
+            logits = self.decode_step.logits(hidden)  # a decode-only step samples every row, in order
         else:
-            encoder = (step.encoder_inputs, step.encoder_positions)
-            hidden = self.model(step.input_ids, step.positions, step.meta, *encoder)
-            logits = self._logits(hidden[step.sample_indices])
+            if self._prefill_fits_numba(step, prefills):
+                hidden = self._numba_prefill(step, prefills)
+            else:
+                encoder = (step.encoder_inputs, step.encoder_positions)
+                hidden = self.model(step.input_ids, step.positions, step.meta, *encoder)
+            picked = (
+                step.sample_indices if query_rows is None else torch.cat([step.sample_indices, query_rows])
+            )
+            logits = self._logits(hidden[picked])  # the sampled rows' and the queried ones' in one pass
         asked = None
-        if step.prompt_logprob_queries:  # raw log-probs at prompt positions, before any rule
-            queries = step.prompt_logprob_queries
-            index = to_device([i for _, i, _ in queries], self.device)
-            logprobs = self._logits(hidden[index]).log_softmax(dim=-1)
-            asked = logprobs.gather(1, to_device([[t] for _, _, t in queries], self.device))[:, 0]
+        if queries:  # raw log-probs at prompt positions, before any rule
+            logits, raw = logits[: len(step.sample_indices)], logits[len(step.sample_indices) :]
+            asked = log_softmax_at(raw, to_device([t for _, _, t in queries], self.device))
         rows = [self._sample_row(group, seq) for group, seq in step.rows]
         seqs = [(seq.seq_id, seq.token_ids) for _, seq in step.rows]
         late = None if feed is None or feed.samples is None else (feed.samples.tokens, feed.token_index())

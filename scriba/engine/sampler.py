@@ -102,11 +102,10 @@ def sample_on_device(
     owners = [
         i for i, row in enumerate(rows) if not row.params.use_beam_search for _ in range(row.num_samples)
     ]
-    parts, num_top = _picks(logits, rows, owners, generator) if owners else ([], 0)
-    tokens = parts[0].long() if parts else None
+    tokens, parts, num_top = _picks(logits, rows, owners, generator) if owners else (None, [], 0)
     if prompt_logprobs is not None:
         parts.append(prompt_logprobs.double())
-    packed, done = (torch.cat(parts), None) if parts else (None, None)
+    packed, done = (parts[0] if len(parts) == 1 else torch.cat(parts), None) if parts else (None, None)
     if packed is not None and dev.type == "cuda":  # the one transfer, started now
         host = torch.empty(packed.shape, dtype=packed.dtype, pin_memory=True)
         packed, done = host.copy_(packed, non_blocking=True), torch.cuda.Event()
@@ -116,9 +115,10 @@ def sample_on_device(
     return DeviceSamples(rows, owners, tokens, packed, num_top, num_prompt, beams, done)
 
 
-def _picks(logits, rows: list[SampleRow], owners: list[int], generator) -> tuple[list[torch.Tensor], int]:
-    """Tokens for the outputs (`owners`: the row of each), their log-probs, and when asked
-    for, their ranks and the top log-probs, as float64 pieces of the transfer."""
+def _picks(logits, rows: list[SampleRow], owners: list[int], generator) -> tuple[torch.Tensor, list, int]:
+    """Tokens for the outputs (`owners`: the row of each) [len(owners)] int64; the transfer's
+    float64 pieces: those tokens, their log-probs, and when asked for, their ranks and the top
+    log-probs; the number of top log-probs."""
     dev = logits.device
     whole = owners == list(range(len(rows)))
     scores = logits if whole else logits[to_device(owners, dev)]
@@ -126,7 +126,7 @@ def _picks(logits, rows: list[SampleRow], owners: list[int], generator) -> tuple
     wanted = [rows[i].params.logprobs for i in owners]
     num_top = max((w or 0 for w in wanted), default=0)
     if not drawn and not num_top:
-        return _greedy_picks(scores, any(w is not None for w in wanted)), 0
+        return *_greedy_picks(scores, any(w is not None for w in wanted)), 0
     tokens = scores.max(dim=-1).indices  # argmax's first maximum; torch's CPU argmax is 3x slower
     if drawn:
         at = to_device(drawn, dev)
@@ -141,33 +141,52 @@ def _picks(logits, rows: list[SampleRow], owners: list[int], generator) -> tuple
     if num_top:
         top_values, top_ids = torch.topk(logprobs, num_top, dim=-1)
         parts += [top_values.double().flatten(), top_ids.double().flatten()]
-    return parts, num_top
+    return tokens, parts, num_top
 
 
-def _greedy_picks(scores: torch.Tensor, ranked: bool) -> list[torch.Tensor]:
-    """_picks' pieces when every output is greedy and no top log-probs are asked for: each row's
-    first maximum, its log-prob -log(sum(exp(scores - max))) (log_softmax's at the maximum, with
-    no row of log-probs made), and its rank, which is 1 (nothing scores above a maximum). On the
-    CPU in numpy: in a decode step torch's ops over a 51,865-wide row each split it across its
-    threads, and cost ~50 us apiece there (a step of one request: 284 -> 122 us)."""
-    parts = list(_greedy_numpy(scores) if scores.device.type == "cpu" else _greedy_torch(scores))
-    return parts + [torch.ones_like(parts[1])] if ranked else parts
+def _greedy_picks(scores: torch.Tensor, ranked: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """_picks' tokens and pieces when every output is greedy and no top log-probs are asked for:
+    each row's first maximum, its log-prob -log(sum(exp(scores - max))) (log_softmax's at the
+    maximum, with no row of log-probs made), and its rank, which is 1 (nothing scores above a
+    maximum). On the CPU in numpy and one compiled pass: in a decode step torch's ops over a
+    51,865-wide row each split it across its threads, and cost ~50 us apiece there."""
+    if scores.device.type == "cpu":
+        return _greedy_cpu(scores, ranked)
+    tokens, chosen = _greedy_torch(scores)
+    parts = [tokens.double(), chosen] + ([torch.ones_like(chosen)] if ranked else [])
+    return tokens, parts
 
 
-def _greedy_numpy(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(first maximum, its log-prob) of each row [rows, vocab] of CPU scores, float64 [rows] each."""
-    row = scores.numpy()
+def _greedy_cpu(scores: torch.Tensor, ranked: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """_greedy_picks on CPU float32 scores [rows, vocab]: numpy's argmax (vectorized), the
+    normaliser in one vectorized pass (kernels/cpu_exp.py), the pieces packed as one array."""
+    from scriba.kernels.cpu_exp import log_softmax_at as at_picks
+
+    row = np.ascontiguousarray(scores.numpy(), dtype=np.float32)
     tokens = row.argmax(axis=-1)
-    best = np.take_along_axis(row, tokens[:, None], axis=-1)
-    chosen = -np.log(np.exp(row - best).sum(axis=-1, dtype=np.float32))
-    return torch.from_numpy(tokens.astype(np.float64)), torch.from_numpy(chosen.astype(np.float64))
+    n = len(tokens)
+    packed = np.ones((3 if ranked else 2) * n)  # tokens, log-probs[, ranks: 1]
+    packed[:n] = tokens
+    packed[n : 2 * n] = at_picks(row, row[np.arange(n), tokens], tokens)
+    return torch.from_numpy(tokens), [torch.from_numpy(packed)]
+
+
+def log_softmax_at(scores: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
+    """log_softmax(scores[r])[token_ids[r]] for each row of scores [rows, vocab] -> float64 [rows],
+    without a row of log-probs on the CPU (kernels/cpu_exp.py)."""
+    if scores.device.type != "cpu":
+        return scores.float().log_softmax(dim=-1).gather(1, token_ids[:, None])[:, 0].double()
+    from scriba.kernels.cpu_exp import log_softmax_at as at_picks
+
+    row = np.ascontiguousarray(scores.numpy(), dtype=np.float32)
+    return torch.from_numpy(at_picks(row, row.max(axis=1), token_ids.numpy().astype(np.int64)))
 
 
 def _greedy_torch(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """_greedy_numpy's results on the scores' device."""
+    """(first maximum [rows] int64, its log-prob [rows] float64) of each row of scores."""
     best = scores.max(dim=-1)
     chosen = (scores - best.values[:, None]).exp_().sum(dim=-1).log_().neg_()
-    return best.indices.double(), chosen.double()
+    return best.indices, chosen.double()
 
 
 def _draw(scores: torch.Tensor, rows: list[SampleRow], generator) -> torch.Tensor:

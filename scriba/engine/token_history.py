@@ -48,7 +48,8 @@ class TokenHistory:
                 positions.append(pos)
                 values.append(tokens[pos])
             self.known[seq_id] = len(tokens)
-        if values and self.device.type == "cpu":  # one numpy write: torch's ops cost ~10 us each here
+        on_cpu = self.device.type == "cpu"
+        if values and on_cpu:  # one numpy write: torch's ops cost ~10 us each here
             self.buffer.numpy()[slots, positions] = values
         elif values:
             index = (to_device(slots, self.device), to_device(positions, self.device))
@@ -60,6 +61,8 @@ class TokenHistory:
         order = [self.slot_of[sid] for sid, _ in seqs]
         first = order[0] if order else 0
         if order == list(range(first, first + len(order))):  # rows in order: a view (read-only), no gather
+            if on_cpu:  # sliced in numpy: torch's two slicing ops cost more after a step's kernels
+                return torch.from_numpy(self.buffer.numpy()[first : first + len(order), :width]), width
             return self.buffer[first : first + len(order), :width], width
         return self.buffer[to_device(order, self.device), :width], width
 

@@ -13,8 +13,7 @@ and V; benchmarks/bench_decode_attention.py). One task per (sequence, head):
     out[r, h] = sum_t softmax(scores)[t] * v[h, slot(r, t)]
 
 A bfloat16 is the top half of a float32: it is widened by shifting its bits up 16. The
-softmax's exp is 2^k * 2^f, a polynomial for 2^f and k put in a float's exponent bits, which
-vectorizes (numba's own exp is a scalar call per element). The torch path
+softmax's exp vectorizes (cpu_exp.py: numba's own exp is a scalar call per element). The torch path
 (`paged_attention.paged_decode_attention_ref`) is this kernel's oracle. An 8-bit (e4m3) cache is
 read by its own kernel (fp8 or int8): each code widened to a float32 in the loop, each
 position times its scale.
@@ -32,50 +31,9 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from scriba.kernels.cpu_exp import softmax_weights
 from scriba.kernels.kv8 import is_8bit
 from scriba.kernels.paged_attention import check_paged_args
-
-# ln(2)^i / i!, i = 6 .. 1: 2^f's Taylor series, highest power first
-_EXP2_TERMS = tuple(
-    np.float32(c)
-    for c in (
-        1.5403530393381606e-4,
-        1.3333558146428443e-3,
-        9.618129107628477e-3,
-        5.550410866482158e-2,
-        0.2402265069591007,
-        0.6931471805599453,
-    )
-)
-
-
-@numba.njit(fastmath=True, inline="always")
-def _exp2_fraction(f):
-    """2^f for f in [-0.5, 0.5], to f^6: relative error under 2e-7."""
-    power = np.float32(0.0)
-    for c in _EXP2_TERMS:
-        power = (power + c) * f
-    return power + np.float32(1.0)
-
-
-@numba.njit(fastmath=True, inline="always")
-def _softmax_weights(scores, n):
-    """exp(scores[:n] - max) in place, as 2^(whole + fraction); returns their sum."""
-    top = scores[0]
-    for t in range(1, n):
-        top = max(top, scores[t])
-    powers = np.empty(n, np.uint32)
-    for t in range(n):
-        x = max((scores[t] - top) * np.float32(1.4426950408889634), np.float32(-126.0))
-        whole = np.floor(x + np.float32(0.5))
-        scores[t] = _exp2_fraction(x - whole)
-        powers[t] = np.uint32(np.int32(whole) + 127) << 23  # 2^whole as float32 bits
-    scale = powers.view(np.float32)
-    total = np.float32(0.0)
-    for t in range(n):
-        scores[t] *= scale[t]
-        total += scores[t]
-    return total
 
 
 @intrinsic
@@ -181,7 +139,7 @@ def attend(q, k, v, tables, lengths, block_size, scale, out):
         n = lengths[r]
         scores = np.empty(n, np.float32)
         _scores(q[r, h] * scale, k[h], tables[r], n, block_size, scores)
-        total = _softmax_weights(scores, n)
+        total = softmax_weights(scores, n)
         acc = np.zeros(dim, np.float32)
         _weighted_values(scores, v[h], tables[r], n, block_size, acc)
         for d in range(dim):
@@ -230,7 +188,7 @@ def attend_8bit(q, k, v, k_scales, v_scales, tables, lengths, block_size, scale,
         n = lengths[r]
         scores = np.empty(n, np.float32)
         _scores_8bit(q[r, h] * scale, k[h], k_scales, h, tables[r], n, block_size, scores)
-        total = _softmax_weights(scores, n)
+        total = softmax_weights(scores, n)
         acc = np.zeros(dim, np.float32)
         _weighted_values_8bit(scores, v[h], v_scales, h, tables[r], n, block_size, acc)
         for d in range(dim):
@@ -329,6 +287,7 @@ CACHE_DTYPES = {  # -> what numba reads
 
 _launches = threading.Lock()
 _threads_started = False
+_thread_setting = threading.local()  # the thread count numba was last given on this thread
 
 
 def _use_torch_threads() -> None:
@@ -346,4 +305,7 @@ def _use_torch_threads() -> None:
             if before is None:
                 del os.environ["OMP_WAIT_POLICY"]
         _threads_started = True
-    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+    wanted = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
+    if getattr(_thread_setting, "threads", None) != wanted:  # numba's setting is per thread
+        numba.set_num_threads(wanted)  # ~10 us: only when it changes
+        _thread_setting.threads = wanted

@@ -112,6 +112,11 @@ class NumbaDecoderStep:
             self.sums = tuple(np.zeros((w.shape[0], 0), np.float32) for w in self.weights)
         self._bound: tuple = ()
         self._scratch: dict[int, tuple] = {}  # rows -> the kernel's work buffers
+        self._attns = [layer.self_attn.attn for layer in layers]  # what the runner binds caches to
+        # The embedding as numpy lookups where the decoder's is a sum of two tables (Whisper's):
+        # torch's three small ops cost ~0.1 ms a step after the kernels have run.
+        tables = getattr(decoder, "embedding_tables", None)
+        self.embedding = tuple(_numpy(t) for t in tables()) if tables is not None else None
 
     def _share_weights(self, layers) -> None:
         """The weight-only layers read their rows of the stacked codes (one copy in memory)."""
@@ -130,7 +135,7 @@ class NumbaDecoderStep:
     def _caches(self) -> tuple[tuple, tuple]:
         """The layers' caches as numpy [2, H, slots, D] and their scales [2, slots, H] (or
         [2, 0, 0]): made again whenever the model runner has bound other tensors."""
-        attns = [layer.self_attn.attn for layer in self.decoder.layers]
+        attns = self._attns
         key = tuple(a.kv_cache.data_ptr() for a in attns)
         if not self._bound or self._bound[0] != key:
             caches = tuple(_cache_view(a.kv_cache) for a in attns)
@@ -144,9 +149,9 @@ class NumbaDecoderStep:
 
     def _args(self, hidden: np.ndarray, meta: AttentionMetadata) -> tuple:
         caches, scales = self._caches()
-        attn = self.decoder.layers[0].self_attn.attn
+        attn = self._attns[0]
         ints = [
-            t.to(torch.int32).contiguous().numpy()
+            np.ascontiguousarray(t.numpy(), dtype=np.int32)  # no copy of those that are int32 already
             for t in (
                 meta.slot_mapping,
                 meta.decode_block_tables,
@@ -168,7 +173,11 @@ class NumbaDecoderStep:
         """input_ids, positions [R] -> hidden [R, d_model], after the final layer norm."""
         from scriba.kernels.cpu_paged_attention import launch
 
-        hidden = self.decoder.embed(input_ids, positions).float().contiguous()
+        if self.embedding is not None:
+            tokens, places = self.embedding
+            hidden = torch.from_numpy(tokens[input_ids.numpy()] + places[positions.numpy()])
+        else:
+            hidden = self.decoder.embed(input_ids, positions).float().contiguous()
         launch(self.kernel.decoder_step, self._args(hidden.numpy(), meta))
         return hidden
 
@@ -176,10 +185,10 @@ class NumbaDecoderStep:
         """[R, d_model] -> [R, vocab] float32, from the int8 output projection's codes."""
         from scriba.kernels.cpu_paged_attention import launch
 
-        out = torch.empty(hidden.shape[0], self.head[0].shape[0])
-        kernel, args = self._logits_kernel(hidden.contiguous().numpy(), out.numpy())
+        out = np.empty((hidden.shape[0], self.head[0].shape[0]), np.float32)
+        kernel, args = self._logits_kernel(np.ascontiguousarray(hidden.numpy()), out)
         launch(kernel, args)
-        return out
+        return torch.from_numpy(out)
 
     def _logits_kernel(self, hidden: np.ndarray, out: np.ndarray) -> tuple:
         """(the kernel, its arguments) of the logits of `hidden` into `out`."""

@@ -153,6 +153,8 @@ class LiveSession:
                     self._confirm()
         except Cancelled:  # close() while a job ran: the session ends, nothing to report
             return
+        except Exception as e:  # noqa: BLE001 - the caller hears it rather than waiting forever
+            self.emit(Failed(self.item_id, f"{type(e).__name__}: {e}".splitlines()[0], "server_error"))
 
     def _do(self, kind: str, value) -> None:
         if kind == "append":

@@ -54,6 +54,11 @@ class WhisperDecoder(nn.Module):
         """[tokens] ids and positions -> [tokens, d_model]: what the first layer takes."""
         return self.embed_tokens(input_ids) + self.embed_positions(positions)
 
+    def embedding_tables(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """`embed` as two tables whose rows add: (tokens [vocab, d_model], positions [max
+        positions, d_model]), for steps that look the rows up themselves (decoder_step.py)."""
+        return self.embed_tokens.weight, self.embed_positions.weight
+
     def forward(
         self, input_ids, positions, meta: AttentionMetadata, encoder_hidden=None, cross_kv=None
     ) -> torch.Tensor:

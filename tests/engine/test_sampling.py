@@ -172,8 +172,10 @@ def test_greedy_picks_equal_the_log_softmax_path():
         assert math.isclose(a.logprob, float(expected[i, a.token_id]), rel_tol=1e-5, abs_tol=1e-6)
         assert math.isclose(a.logprob, b.logprob, rel_tol=1e-5, abs_tol=1e-6)
         assert a.top_logprobs[a.token_id].rank == b.top_logprobs[b.token_id].rank == 1
-    from scriba.engine.sampler import _greedy_numpy, _greedy_torch  # the CPU's and a GPU's
+    from scriba.engine.sampler import _greedy_cpu, _greedy_torch  # the CPU's and a GPU's
 
-    for tokens, chosen in (_greedy_numpy(logits), _greedy_torch(logits.clone())):
-        assert torch.equal(tokens.long(), torch.tensor([s[0].token_id for s in short]))
-        assert torch.allclose(chosen, expected.gather(1, tokens.long()[:, None])[:, 0].double(), atol=1e-5)
+    (tokens, (packed,)), n = _greedy_cpu(logits, ranked=True), len(logits)
+    assert torch.equal(packed[:n].long(), tokens) and torch.equal(packed[2 * n :], torch.ones(n).double())
+    for tokens, chosen in ((tokens, packed[n : 2 * n]), _greedy_torch(logits.clone())):
+        assert torch.equal(tokens, torch.tensor([s[0].token_id for s in short]))
+        assert torch.allclose(chosen, expected.gather(1, tokens[:, None])[:, 0].double(), atol=1e-5)

@@ -2,6 +2,7 @@
 words show before the recording ends, and the web app's final text is transcribe() of the very
 recording it received (nothing dropped)."""
 
+import threading
 
 import numpy as np
 import paths
@@ -11,6 +12,8 @@ import scriba
 from scriba.app.ui.live_tab import LiveTab, live_stop
 from scriba.media.load import load_audio
 from scriba.transcription.live import LiveTranscript, LiveWord, _without_repeat
+from scriba.transcription.live_session import Failed, LiveSession
+from scriba.transcription.options import TranscribeOptions
 
 JFK = paths.JFK
 
@@ -59,3 +62,17 @@ def test_the_final_text_is_the_received_recording_transcribed():
     assert rate == 16000 and abs(len(received) / rate - sum(map(len, chunks)) / 48000) < 0.01
     assert final == scriba.transcribe(path).text
     assert "ask not what your country can do for you" in final.lower().replace(",", "")
+
+
+def test_a_session_whose_transcription_fails_says_so_and_does_not_hang():
+    """An error on the session's thread is a Failed event (one line), not a silent dead thread."""
+    events, done = [], threading.Event()
+    emit = lambda event: (events.append(event), isinstance(event, Failed) and done.set())  # noqa: E731
+    session = LiveSession(emit, TranscribeOptions(model="/no/such/model"), detection=None)
+    session.append(np.zeros(16000, np.float32))
+    session.commit()
+    assert done.wait(60)
+    failed = events[-1]
+    assert failed.code == "server_error" and "/no/such/model" in failed.message
+    assert "\n" not in failed.message and failed.item_id == "item_1"
+    session.close(wait=True)

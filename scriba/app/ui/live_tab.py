@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import html
 import os
-import threading
 
 import numpy as np
 
 from scriba.app.ui.choices import model_arg
 from scriba.app.ui.uploads import scratch_folder
 from scriba.media.load import SAMPLE_RATE, load_audio
-from scriba.transcription.live_session import Completed, Delta, Failed, LiveSession, Tentative
+from scriba.transcription.live_session import Delta, LiveSession, Tentative
 from scriba.transcription.options import TranscribeOptions
+from scriba.transcription.transcribe import transcribe
 
 STREAM_EVERY = 0.5  # how often the page sends microphone audio (the browser may send 0.1 s chunks)
 
@@ -29,26 +29,23 @@ def live_html(confirmed: str, pending: str) -> str:
 
 class LiveTab:
     """One page's recording, on the Realtime API's code path: a LiveSession without turn detection
-    (the recording is one turn, committed when it stops). Its deltas (confirmed words) and
-    tentative words are what the page shows; its completed text is the final transcript. Chunks
-    arrive every 0.1 s and must be answered at once (the browser drops chunks while one is
-    pending): the session's own thread transcribes, each chunk shows the latest text."""
+    (the recording is one turn). Its deltas (confirmed words) and tentative words are what the
+    page shows. Chunks arrive every 0.1 s and must be answered at once (the browser drops chunks
+    while one is pending): the session's own thread transcribes, each chunk shows the latest
+    text. When the recording stops the session is closed, its work under way cancelled, and the
+    final text is transcribe() of the recording, in the caller's thread: it waits on no other."""
 
     def __init__(self, model):
-        self.confirmed, self.pending, self.final = "", "", None
-        self.done = threading.Event()
+        self.confirmed, self.pending = "", ""
         self.recorded: list[np.ndarray] = []
-        options = TranscribeOptions(model=model_arg(model))
-        self.session = LiveSession(self._heard, options, detection=None)
+        self.options = TranscribeOptions(model=model_arg(model))
+        self.session = LiveSession(self._heard, self.options, detection=None)
 
     def _heard(self, event) -> None:  # on the session's thread
         if isinstance(event, Delta):
             self.confirmed += event.text
         elif isinstance(event, Tentative):
             self.pending = event.text
-        elif isinstance(event, (Completed, Failed)):
-            self.final = event.transcript if isinstance(event, Completed) else ""
-            self.done.set()
 
     def add(self, samples, rate) -> str:
         audio = load_audio((np.asarray(samples), int(rate)))
@@ -61,12 +58,11 @@ class LiveTab:
         return np.concatenate(self.recorded) if self.recorded else np.zeros(0, np.float32)
 
     def stop(self) -> str:
-        """The recording's final text: transcribe() of all of it (the session's commit)."""
-        if self.recorded:
-            self.session.commit()
-            self.done.wait()
+        """The recording's final text: transcribe() of all of it ("" for none)."""
         self.session.close()
-        return self.final or ""
+        if not self.recorded:
+            return ""
+        return transcribe((self.recording(), SAMPLE_RATE), self.options).text
 
 
 def live_start(model):
