@@ -29,11 +29,14 @@ import numpy as np
 import torch
 from llvmlite import ir
 from numba.core import types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from scriba.kernels.cpu_exp import softmax_weights
+from scriba.kernels.cpu_f16_blocks import BLOCK, HEAD_DIM, block_scores, block_values
 from scriba.kernels.kv8 import is_8bit
 from scriba.kernels.paged_attention import check_paged_args
+
+BLOCK_ELEMENTS = BLOCK * HEAD_DIM  # a block of one head's float16 keys or values
 
 
 @intrinsic
@@ -129,21 +132,53 @@ def _weighted_values(weights, v, table, n, block_size, acc):
 
 
 @numba.njit(fastmath=True, inline="always")
+def _attend_f16_blocks(query, k, v, table, n, scores, acc):
+    """scores and values block by block (cpu_f16_blocks.py: a float16 cache, head size 64,
+    blocks of 16); scores [>= 16 * blocks], acc [64] zeros; returns the softmax's total."""
+    blocks = (n + BLOCK - 1) // BLOCK
+    for b in range(blocks):
+        block_scores(k, table[b] * BLOCK_ELEMENTS, query, scores, b * BLOCK)
+    total = softmax_weights(scores, n)
+    for b in range(blocks):
+        count = min(BLOCK, n - b * BLOCK)
+        block_values(v, table[b] * BLOCK_ELEMENTS, scores, b * BLOCK, acc, count)
+    return total
+
+
+@numba.njit(fastmath=True, inline="always")
 def attend(q, k, v, tables, lengths, block_size, scale, out):
     """out[r, h] = softmax(scale * q[r, h] . K) V over each row's paged context, one task per
     (row, head): q, out [R, H, D] float32; k, v [H, slots, D] float32, or bfloat16 as its bits
-    (uint16); tables [R, blocks] int32; lengths [R] int32. Inlined into a parallel kernel."""
+    (uint16), or float16 as its bits (int16: blocks of 16 and head size 64 in LLVM IR, the rest
+    here); tables [R, blocks] int32; lengths [R] int32. Inlined into a parallel kernel."""
     rows, heads, dim = q.shape
+    rows_packed = k.strides[1] == v.strides[1] == HEAD_DIM * 2 and k.strides[2] == v.strides[2] == 2
+    blocks = _halves(k) and dim == HEAD_DIM and block_size == BLOCK and rows_packed  # a head's block: 2 KB
     for task in numba.prange(rows * heads):
         r, h = task // heads, task % heads
         n = lengths[r]
-        scores = np.empty(n, np.float32)
-        _scores(q[r, h] * scale, k[h], tables[r], n, block_size, scores)
-        total = softmax_weights(scores, n)
+        scores = np.empty((n + BLOCK - 1) // BLOCK * BLOCK, np.float32)
+        query = q[r, h] * scale
         acc = np.zeros(dim, np.float32)
-        _weighted_values(scores, v[h], tables[r], n, block_size, acc)
+        if blocks:
+            total = _attend_f16_blocks(query, k[h], v[h], tables[r], n, scores, acc)
+        else:
+            _scores(query, k[h], tables[r], n, block_size, scores)
+            total = softmax_weights(scores, n)
+            _weighted_values(scores, v[h], tables[r], n, block_size, acc)
         for d in range(dim):
             out[r, h, d] = acc[d] / total
+
+
+def _halves(k) -> bool:
+    """Typed by the overload below: whether k is a float16 cache (its bits, int16), known when
+    the kernel compiles."""
+
+
+@overload(_halves)
+def _halves_for(k):
+    is_half = k.dtype == types.int16
+    return lambda k: is_half
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True)

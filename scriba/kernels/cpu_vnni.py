@@ -30,12 +30,15 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from scriba.kernels.cpu_features import cpu_flags
+
 CHUNK = 32  # output features per task of a product (here and cpu_decoder_step's): 32 weight rows
 
 
 def _host_has_vnni() -> bool:
     features = llvm.get_host_cpu_features()
-    return bool(features.get("avx512vnni") and features.get("avx512f") and features.get("avx512bw"))
+    wanted = features.get("avx512vnni") and features.get("avx512f") and features.get("avx512bw")
+    return bool(wanted) and {"avx512_vnni", "avx512f", "avx512bw"} <= cpu_flags()  # unless capped
 
 
 HAS_VNNI = _host_has_vnni()

@@ -27,7 +27,7 @@ from concurrent.futures import Future
 import torch
 from torch import nn
 
-from scriba.models.cpu_features import native_bfloat16
+from scriba.kernels.cpu_features import native_bfloat16
 
 QUANTIZATIONS = ("int8",)
 

@@ -3,7 +3,10 @@
 against the torch path; its rounding of float32 into a half cache against torch's."""
 
 import math
+import os
 import random
+import subprocess
+import sys
 
 import numba
 import pytest
@@ -74,6 +77,50 @@ def test_kernel_matches_dense_reference(seed, block_size, heads, dim, head_major
     for i, kv in enumerate(dense):
         ref = dense_attention(q[i], kv[0], kv[1], scale).float()
         torch.testing.assert_close(out[i], ref, atol=2e-5, rtol=2e-5)
+
+
+@pytest.mark.parametrize("head_major", [True, False])
+def test_float16_blocks_of_head_size_64_match_dense_reference(head_major):
+    """A float16 cache with blocks of 16 and head size 64 takes the LLVM IR blocks
+    (cpu_f16_blocks.py) where a head's block is contiguous (head-major), the loops elsewhere:
+    both the dense reference, with partial last blocks and shared contexts."""
+    rng = random.Random(5)
+    torch.manual_seed(5)
+    lengths = [1500, 15, 16, 17, 300, 1, 1500]  # the last shares the first one's blocks
+    cache, tables, dense = paged_contexts(rng, lengths, 16, 6, 64, head_major, {6}, torch.float16)
+    q = torch.randn(len(lengths), 6, 64)
+    out = paged_decode_attention_cpu(q, cache, tables, torch.tensor(lengths, dtype=torch.int32), 0.125)
+    for i, kv in enumerate(dense):
+        ref = dense_attention(q[i], kv[0], kv[1], 0.125).float()
+        torch.testing.assert_close(out[i], ref, atol=2e-5, rtol=2e-5)
+
+
+SHARED_ALLOCATOR_RUN = """
+import torch
+from scriba.kernels.cpu_paged_attention import paged_decode_attention_cpu
+from scriba.kernels.kv_cache import new_kv_cache
+from scriba.kernels.paged_attention import paged_decode_attention_ref
+torch.manual_seed(0)
+rows, heads, n = 17, 6, 1500
+cache = new_kv_cache(rows * 94, 16, heads, 64, head_major=True, dtype=torch.float16).normal_()
+tables = torch.arange(rows * 94, dtype=torch.int32).view(rows, 94)
+lens, q = torch.full((rows,), n, dtype=torch.int32), torch.randn(rows, heads, 64)
+ref = paged_decode_attention_ref(q, cache.float(), tables, lens, 0.125)
+print(sum((paged_decode_attention_cpu(q, cache, tables, lens, 0.125) - ref).abs().max().item() > 1e-4
+          for _ in range(30)))
+"""
+
+
+def test_float16_blocks_read_only_live_arrays_under_one_shared_allocator():
+    """Two numba threads sharing one malloc arena: an array the LLVM IR blocks read must still be
+    alive (session 17's version took addresses, numba freed the scores after their last use by
+    name and the other thread's next allocation overwrote them: 289 of 300 calls wrong here)."""
+    env = {**os.environ, "MALLOC_ARENA_MAX": "1", "NUMBA_NUM_THREADS": "2"}
+    done = subprocess.run(
+        [sys.executable, "-c", SHARED_ALLOCATOR_RUN], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "0", "calls with wrong outputs: " + done.stdout
 
 
 @pytest.mark.parametrize("dtype", CACHE_DTYPES)

@@ -1,0 +1,33 @@
+"""What this CPU computes natively, where a kernel's choice depends on it.
+
+`SCRIBA_MAX_CPU_ISA=avx2` hides AVX-512, AVX-VNNI and AMX from these choices, to see on a newer
+CPU what an AVX2-only host gets (with `NUMBA_CPU_NAME=haswell` for numba's code, and
+`ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2` for PyTorch's: benchmarks/bench_cpu_field.py
+--as-avx2 sets them all)."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+NEWER_THAN_AVX2 = ("avx512", "avx_vnni", "amx")
+
+
+@functools.cache
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags (Linux /proc/cpuinfo); empty where they cannot be read."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "flags:")
+    except OSError:
+        return frozenset()
+    found = flags.split(":", 1)[1].split()
+    if os.environ.get("SCRIBA_MAX_CPU_ISA", "").lower() == "avx2":
+        found = [f for f in found if not f.startswith(NEWER_THAN_AVX2)]
+    return frozenset(found)
+
+
+def native_bfloat16() -> bool:
+    """bfloat16 dot products in hardware (AVX-512 BF16 or AMX): bfloat16 kernels run at full
+    speed; elsewhere (AVX2-only CPUs) PyTorch emulates them, slower than float32."""
+    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
