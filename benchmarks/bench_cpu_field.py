@@ -17,9 +17,6 @@ Greedy, English, timestamps on. Workloads (../shared/data):
   long-form              dev_longform's 7.8-minute reading and dev_speech's 158 s sonnets, each
                          alone
 Prints the host's vector extensions and, per workload, Scriba's ratio to the fastest other system.
-`--as-avx2`: every system limited to AVX2 on a newer CPU (AVX2_CAPS below: Scriba's own dispatch,
-numba's code, PyTorch's, oneDNN's and so OpenVINO's, CTranslate2's), an AVX2-only host's code on
-this one's caches and memory: a stand-in until such a host is at hand, not a measurement of one.
 """
 
 from __future__ import annotations
@@ -39,13 +36,6 @@ from results_file import save_lines
 from wer import wer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-AVX2_CAPS = {
-    "SCRIBA_MAX_CPU_ISA": "avx2",  # scriba/kernels/cpu_features.py
-    "NUMBA_CPU_NAME": "haswell",
-    "ATEN_CPU_CAPABILITY": "avx2",
-    "ONEDNN_MAX_CPU_ISA": "AVX2",  # PyTorch's oneDNN and OpenVINO's CPU plugin (mayiuse)
-    "CT2_FORCE_CPU_ISA": "AVX2",  # faster-whisper's CTranslate2
-}
 LINES: list[str] = []
 
 
@@ -151,14 +141,9 @@ def main(argv=None) -> int:
     parser.add_argument("--passes", type=int, default=1, help="times the systems take turns (ratio per pass)")
     parser.add_argument("--workloads", default="", help="names to run, separated by ; (default: all)")
     parser.add_argument("--out", default=None)
-    parser.add_argument("--as-avx2", action="store_true", help="limit every system to AVX2 (AVX2_CAPS)")
     args = parser.parse_args(argv)
-    if args.as_avx2:
-        os.environ.update(AVX2_CAPS)  # the workers inherit them
     say(f"# python benchmarks/bench_cpu_field.py {' '.join(argv if argv is not None else sys.argv[1:])}")
     say(f"# machine: {cpu_name()}, {len(os.sched_getaffinity(0))} CPUs")
-    if args.as_avx2:
-        say(f"# every system limited to AVX2: {' '.join(f'{k}={v}' for k, v in AVX2_CAPS.items())}")
     for model in args.models.split(","):
         say(f"\n## {model}")
         found = systems(args, model)

@@ -1,9 +1,10 @@
 """What this CPU computes natively, where a kernel's choice depends on it.
 
-`SCRIBA_MAX_CPU_ISA=avx2` hides AVX-512, AVX-VNNI and AMX from these choices, to see on a newer
-CPU what an AVX2-only host gets (with `NUMBA_CPU_NAME=haswell` for numba's code, and
-`ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2` for PyTorch's: benchmarks/bench_cpu_field.py
---as-avx2 sets them all)."""
+`SCRIBA_MAX_CPU_ISA=avx2` hides AVX-512, AVX-VNNI and AMX from Scriba's own choices (the VNNI
+products, the OpenVINO encoder's bfloat16), to run an AVX2-only host's paths on a newer CPU (with
+`NUMBA_CPU_NAME=haswell` for numba's code and `ATEN_CPU_CAPABILITY=avx2` for PyTorch's). Not a
+stand-in for such a host's speed: OpenVINO's release build cannot be held to AVX2 (under
+`ONEDNN_MAX_CPU_ISA=AVX2` its own kernels still pick AVX-512 ones and compiling fails)."""
 
 from __future__ import annotations
 

@@ -22,6 +22,8 @@ import sys
 import numpy as np
 import torch
 
+from scriba.kernels.cpu_features import native_bfloat16
+
 PRECISIONS = ("bf16", "int8", "f32")
 
 
@@ -37,8 +39,10 @@ def import_openvino():
 
 
 def host_precision(core) -> str:
-    """ "bf16" where OpenVINO's CPU plugin computes in bfloat16 natively, else "int8"."""
-    return "bf16" if "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES") else "int8"
+    """ "bf16" where OpenVINO's CPU plugin computes in bfloat16 natively (and the kernels'
+    choices are not capped below it: kernels/cpu_features.py), else "int8"."""
+    native = "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES") and native_bfloat16()
+    return "bf16" if native else "int8"
 
 
 class OpenVINOEncoder:
