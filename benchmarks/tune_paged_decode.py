@@ -18,8 +18,8 @@ import torch
 import triton
 
 from scriba.kernels.kv8 import FP8, quantize
+from scriba.kernels.paged_attention import _resolve_launch as resolve_launch
 from scriba.kernels.paged_attention import (
-    LAUNCH,
     paged_decode_attention_ref,
     paged_decode_attention_triton,
 )
@@ -67,7 +67,8 @@ def measure(seqs: int, length: int, kind: str) -> list[tuple]:
 
 def defaults(kind: str) -> dict:
     """LAUNCH as the engine resolves it for this cache."""
-    return {**LAUNCH, "num_warps": LAUNCH["num_warps"] or (4 if kind == "fp8" else 8)}
+    tile, heads_first, options = resolve_launch(None, kind == "fp8")
+    return {"tile": tile, "heads_first": heads_first, **options}
 
 
 def main() -> None:

@@ -127,6 +127,34 @@ if HAS_TRITON:
         return tl.load(cache_ptr + row[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
 
     @triton.jit
+    def _tile_blocks(
+        tables_ptr, seq, stride_table, tile_start, end, BLOCK_SIZE: tl.constexpr, TILE: tl.constexpr
+    ):
+        """Positions [tile_start, +TILE): (valid [TILE], physical block int64, in-block offset)."""
+        pos = tile_start + tl.arange(0, TILE)
+        valid = pos < end
+        block = tl.load(tables_ptr + seq * stride_table + pos // BLOCK_SIZE, mask=valid, other=0)
+        return valid, block.to(tl.int64), pos % BLOCK_SIZE
+
+    @triton.jit
+    def _lane_update(lane_max, lane_sum, scores, valid):
+        """One tile of the per-lane online softmax: (new max, rescale of the old accumulators,
+        weights, new sum), each [TILE]. A lane that has seen no position keeps max -inf: its
+        rescale and weight are 0, not NaN."""
+        scores = tl.where(valid, scores, float("-inf"))
+        new_max = tl.maximum(lane_max, scores)
+        rescale = tl.where(new_max > float("-inf"), tl.exp(lane_max - new_max), 0.0)
+        weights = tl.where(valid, tl.exp(scores - new_max), 0.0)
+        return new_max, rescale, weights, lane_sum * rescale + weights
+
+    @triton.jit
+    def _merge_lanes(lane_max, lane_sum, lane_acc):
+        """The lanes' partial softmaxes as one: (max, sum, acc [BLOCK_D])."""
+        running_max = tl.max(lane_max, 0)
+        share = tl.where(lane_max > float("-inf"), tl.exp(lane_max - running_max), 0.0)
+        return running_max, tl.sum(lane_sum * share, 0), tl.sum(lane_acc * share[:, None], 0)
+
+    @triton.jit
     def _paged_decode_kernel(
         q_ptr,
         cache_ptr,
@@ -183,35 +211,22 @@ if HAS_TRITON:
         lane_sum = tl.zeros([TILE], tl.float32)
         lane_acc = tl.zeros([TILE, BLOCK_D], tl.float32)
         for tile_start in range(start, end, TILE):
-            pos = tile_start + tl.arange(0, TILE)
-            valid = pos < end
-            block = tl.load(tables_ptr + seq * stride_table + pos // BLOCK_SIZE, mask=valid, other=0)
-            block = block.to(tl.int64)
-            slot = block * BLOCK_SIZE + pos % BLOCK_SIZE
-            row = (
-                block * stride_cache_block + (pos % BLOCK_SIZE) * stride_cache_tok + head * stride_cache_head
+            valid, block, offset = _tile_blocks(
+                tables_ptr, seq, stride_table, tile_start, end, BLOCK_SIZE, TILE
             )
+            slot = block * BLOCK_SIZE + offset
+            row = block * stride_cache_block + offset * stride_cache_tok + head * stride_cache_head
             kv_mask = valid[:, None] & d_mask[None, :]
             scores = tl.sum(_tile_rows(cache_ptr, row, d, kv_mask) * q[None, :], 1)
             if SCALED:  # scales [2, blocks, BLOCK_SIZE, heads]
                 scores *= tl.load(scales_ptr + slot * num_heads + head, mask=valid, other=0.0)
-            scores = tl.where(valid, scores, float("-inf"))
-            new_max = tl.maximum(lane_max, scores)
-            # a lane that has seen no position keeps max -inf: its rescale and weight are 0, not NaN
-            rescale = tl.where(new_max > float("-inf"), tl.exp(lane_max - new_max), 0.0)
-            weights = tl.where(valid, tl.exp(scores - new_max), 0.0)
-            lane_sum = lane_sum * rescale + weights
+            lane_max, rescale, weights, lane_sum = _lane_update(lane_max, lane_sum, scores, valid)
             if SCALED:
-                weights *= tl.load(
-                    scales_ptr + stride_scales_kv + slot * num_heads + head, mask=valid, other=0.0
-                )
+                v_scales = scales_ptr + stride_scales_kv + slot * num_heads + head
+                weights *= tl.load(v_scales, mask=valid, other=0.0)
             v = _tile_rows(cache_ptr + stride_cache_kv, row, d, kv_mask)
             lane_acc = lane_acc * rescale[:, None] + weights[:, None] * v
-            lane_max = new_max
-        running_max = tl.max(lane_max, 0)
-        share = tl.where(lane_max > float("-inf"), tl.exp(lane_max - running_max), 0.0)
-        running_sum = tl.sum(lane_sum * share, 0)
-        acc = tl.sum(lane_acc * share[:, None], 0)
+        running_max, running_sum, acc = _merge_lanes(lane_max, lane_sum, lane_acc)
         if ONE_SPLIT:
             out = acc / running_sum
             tl.store(
@@ -315,16 +330,10 @@ def paged_decode_attention_triton(
         return out
     block_size = kv_cache.shape[2]
     block_d = next_power_of_2(dim)
-    launch = {**LAUNCH, **(launch or {})}
-    tile = launch.pop("tile") or 32
-    launch["num_warps"] = launch["num_warps"] or (4 if kv_scales is not None else 8)
-    heads_first = bool(launch.pop("heads_first"))
+    tile, heads_first, launch = _resolve_launch(launch, kv_scales is not None)
     partition, num_splits = _partitions(num_seqs, heads, block_tables.shape[1] * block_size, tile, num_splits)
     one_split = num_splits == 1
-    part_shape = (num_seqs, heads, num_splits) if not one_split else (1,)
-    part_max = torch.empty(part_shape, dtype=torch.float32, device=q.device)
-    part_sum = torch.empty(part_shape, dtype=torch.float32, device=q.device)
-    part_acc = torch.empty(*part_shape, dim if not one_split else 1, dtype=torch.float32, device=q.device)
+    part_max, part_sum, part_acc = _partial_buffers(q, num_splits)
     grid = (heads, num_seqs, num_splits) if heads_first else (num_seqs, heads, num_splits)
     _paged_decode_kernel[grid](
         q,
@@ -362,6 +371,23 @@ def paged_decode_attention_triton(
     if not one_split:
         _reduce_splits(part_max, part_sum, part_acc, out, num_splits, block_d)
     return out
+
+
+def _resolve_launch(overrides: dict | None, eight_bit: bool) -> tuple[int, bool, dict]:
+    """(tile, heads_first, Triton's own launch options) from LAUNCH and the overrides."""
+    launch = {**LAUNCH, **(overrides or {})}
+    tile = launch.pop("tile") or 32
+    launch["num_warps"] = launch["num_warps"] or (4 if eight_bit else 8)
+    return tile, bool(launch.pop("heads_first")), launch
+
+
+def _partial_buffers(q: torch.Tensor, num_splits: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each (sequence, head, split)'s partial max, sum [seqs, heads, splits] and acc [..., head_dim],
+    float32; placeholders of one element when there is one split (the kernel writes `out`)."""
+    num_seqs, heads, dim = q.shape
+    shape = (num_seqs, heads, num_splits) if num_splits > 1 else (1,)
+    empty = lambda *size: torch.empty(size, dtype=torch.float32, device=q.device)  # noqa: E731
+    return empty(*shape), empty(*shape), empty(*shape, dim if num_splits > 1 else 1)
 
 
 def _partitions(num_seqs: int, heads: int, max_context: int, tile: int, num_splits: int | None):
