@@ -71,11 +71,15 @@ def _package_data(package: str) -> str:
     return os.path.join(os.path.dirname(module.__file__), "data")
 
 
-def cache_folder() -> str:
-    root = os.environ.get("SCRIBA_CACHE") or os.path.join(
+def cache_root() -> str:
+    """Scriba's cache: $SCRIBA_CACHE, else $XDG_CACHE_HOME/scriba, else ~/.cache/scriba."""
+    return os.environ.get("SCRIBA_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "scriba"
     )
-    return os.path.join(root, "whisper-base-ct2")
+
+
+def cache_folder() -> str:
+    return os.path.join(cache_root(), "whisper-base-ct2")
 
 
 def _base_path() -> str:

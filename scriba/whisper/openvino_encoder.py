@@ -7,10 +7,12 @@ host by what OpenVINO reports it can do:
   - "bf16" where the CPU has bfloat16 dot products (AVX-512 BF16, AMX): float weights,
     bfloat16 arithmetic (tiny.en, one 30 s window, 2 cores of an AVX-512 Zen 4:
     ~105 ms against 186 ms for Scriba's int8 torch encoder; 0.8% relative error in the states);
-  - "int8" elsewhere: int8 weights (per output channel) with activations quantized on the fly
-    by OpenVINO's dynamic quantization, float32 arithmetic around them;
-  - "f32" on request: float weights and float32 arithmetic (the graph checked against the torch
-    encoder to float32 rounding).
+  - "int8": int8 weights (per output channel) with activations quantized on the fly by
+    OpenVINO's dynamic quantization, float32 arithmetic around them;
+  - "f32": float weights and float32 arithmetic (the graph checked against the torch encoder to
+    float32 rounding).
+Elsewhere int8 or f32, whichever is faster on the machine: measured once, remembered
+(whisper/encoder_precision.py).
 OpenVINO is used because it is the CPU runtime made for exactly this (oneDNN's brgemm kernels,
 a fused attention op, bfloat16 and VNNI where the CPU has them, ARM too).
 """
@@ -23,6 +25,7 @@ import numpy as np
 import torch
 
 from scriba.kernels.cpu_features import native_bfloat16
+from scriba.whisper.encoder_precision import fastest, machine_key
 
 PRECISIONS = ("bf16", "int8", "f32")
 
@@ -38,11 +41,10 @@ def import_openvino():
     return openvino
 
 
-def host_precision(core) -> str:
-    """ "bf16" where OpenVINO's CPU plugin computes in bfloat16 natively (and the kernels'
-    choices are not capped below it: kernels/cpu_features.py), else "int8"."""
-    native = "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES") and native_bfloat16()
-    return "bf16" if native else "int8"
+def native_bf16(core) -> bool:
+    """OpenVINO's CPU plugin computes in bfloat16 natively here (and the kernels' choices are not
+    capped below it: kernels/cpu_features.py)."""
+    return "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES") and native_bfloat16()
 
 
 class OpenVINOEncoder:
@@ -51,7 +53,9 @@ class OpenVINOEncoder:
     the decoder's cross-attention K/V projections (`cross_kv`), each decoder layer's K/V of those
     states [num_windows * positions, 2 * d_model] in the same graph, so the runtime that makes
     the states also makes the 1,500-row products of every decoder layer from them (tiny.en: 4
-    projections of 1,500 x 384 -> 768 a window, 10+ ms in PyTorch's int8 layers on 2 cores)."""
+    projections of 1,500 x 384 -> 768 a window, 10+ ms in PyTorch's int8 layers on 2 cores).
+    Without a `precision`, the host's (whisper/encoder_precision.py: bf16 where native, else the
+    faster of int8 and f32, measured once per machine)."""
 
     def __init__(
         self,
@@ -60,20 +64,22 @@ class OpenVINOEncoder:
         precision: str | None = None,
         cross_kv: list[torch.nn.Linear] | None = None,
     ):
+        if precision is not None and precision not in PRECISIONS:
+            raise ValueError(f"OpenVINO encoder precision must be one of {PRECISIONS}, got {precision!r}")
         ov = import_openvino()
         core = ov.Core()
-        self.precision = precision or host_precision(core)
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"OpenVINO encoder precision must be one of {PRECISIONS}, got {precision!r}")
-        graph = build_encoder_graph(encoder, self.precision == "int8", cross_kv)
-        settings = {
-            "INFERENCE_PRECISION_HINT": "bf16" if self.precision == "bf16" else "f32",
-            # OpenVINO's default group size (32) for the int8 weights' dynamic quantization
-            "DYNAMIC_QUANTIZATION_GROUP_SIZE": 32 if self.precision == "int8" else 0,
-            "INFERENCE_NUM_THREADS": num_threads,
-            "PERFORMANCE_HINT": "LATENCY",
-        }
-        self.compiled = core.compile_model(graph, "CPU", settings)
+
+        def build(chosen: str):
+            return _compile(
+                core, build_encoder_graph(encoder, chosen == "int8", cross_kv), chosen, num_threads
+            )
+
+        if precision is not None:
+            self.precision, self.compiled = precision, build(precision)
+        else:
+            key = machine_key(ov.get_version(), encoder, num_threads, bool(cross_kv))
+            mel_bins, frames = encoder.conv1.weight.shape[1], 2 * encoder.embed_positions.weight.shape[0]
+            self.precision, self.compiled = fastest(build, native_bf16(core), mel_bins, frames, key)
         self.request = self.compiled.create_infer_request()  # the engine's one thread uses it
         self.projects_cross_kv = bool(cross_kv)
 
@@ -83,6 +89,17 @@ class OpenVINOEncoder:
         x = features.detach().to(torch.float32).contiguous().numpy()
         outputs = self.request.infer([x], share_outputs=True)
         return [torch.from_numpy(outputs[i]) for i in range(len(self.compiled.outputs))]
+
+
+def _compile(core, graph, precision: str, num_threads: int):
+    settings = {
+        "INFERENCE_PRECISION_HINT": "bf16" if precision == "bf16" else "f32",
+        # OpenVINO's default group size (32) for the int8 weights' dynamic quantization
+        "DYNAMIC_QUANTIZATION_GROUP_SIZE": 32 if precision == "int8" else 0,
+        "INFERENCE_NUM_THREADS": num_threads,
+        "PERFORMANCE_HINT": "LATENCY",
+    }
+    return core.compile_model(graph, "CPU", settings)
 
 
 def build_encoder_graph(encoder: torch.nn.Module, int8_weights: bool, cross_kv: list | None = None):

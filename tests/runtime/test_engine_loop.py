@@ -2,6 +2,7 @@
 finish with the same tokens as without it); a cancelled request frees its blocks at once; a full
 loop says so; the loop lives on after all of it."""
 
+import threading
 import time
 
 import pytest
@@ -48,14 +49,25 @@ def test_a_failing_request_fails_alone(loop, monkeypatch):
     assert loop.engine.block_manager.num_free() == loop.engine.block_manager.num_total()
 
 
-def test_cancelled_requests_free_their_blocks_at_once(loop):
+def test_cancelled_requests_free_their_blocks_at_once(loop, monkeypatch):
+    """The loop is held after its first step, so no request can finish before the cancel."""
     manager = loop.engine.block_manager
+    stepped, go = threading.Event(), threading.Event()
+    real_step = loop.engine.step
+
+    def held_step():
+        outputs = real_step()
+        stepped.set()
+        assert go.wait(timeout=60), "the test never released the loop"
+        return outputs
+
+    monkeypatch.setattr(loop.engine, "step", held_step)
     long = SamplingParams(max_tokens=400, min_tokens=400)
     futures = loop.submit(clips(4), [long] * 4)
-    while not any(getattr(f, "partial", None) for f in futures):
-        time.sleep(0.01)
+    assert stepped.wait(timeout=120)
     assert manager.num_free() < manager.num_total()
     loop.cancel(futures)
+    go.set()
     deadline = time.time() + 10
     while manager.num_free() < manager.num_total() and time.time() < deadline:
         time.sleep(0.01)

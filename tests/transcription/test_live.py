@@ -4,6 +4,7 @@ recording it received (nothing dropped)."""
 
 import threading
 
+import gradio as gr
 import numpy as np
 import paths
 import soundfile as sf
@@ -62,6 +63,8 @@ def test_the_final_text_is_the_received_recording_transcribed():
     assert rate == 16000 and abs(len(received) / rate - sum(map(len, chunks)) / 48000) < 0.01
     assert final == scriba.transcribe(path).text
     assert "ask not what your country can do for you" in final.lower().replace(",", "")
+    again = live_stop(None)  # Gradio may fire stop_recording twice: the second changes nothing
+    assert again[:3] == (gr.skip(),) * 3 and again[3] is None
 
 
 def test_a_session_whose_transcription_fails_says_so_and_does_not_hang():

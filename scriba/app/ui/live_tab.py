@@ -84,13 +84,15 @@ def live_chunk(chunk, session: LiveTab | None):
 def live_stop(session: LiveTab | None):
     """Recording ends: (live text, final transcript, the recording as a WAV file, State). The
     final text is transcribe() of the recording, which the WAV holds as it was heard (float
-    samples: transcribing the file gives the same text)."""
+    samples: transcribing the file gives the same text). A stop without a session (the first stop
+    took it) changes nothing: it must not blank the final text the first one showed."""
     import gradio as gr
     import soundfile as sf
 
-    if session is None or not session.recorded:
-        if session is not None:
-            session.stop()
+    if session is None:  # a repeated stop (Gradio may fire stop_recording twice): the page stays
+        return gr.skip(), gr.skip(), gr.skip(), None
+    if not session.recorded:
+        session.stop()
         return live_html("", ""), "", None, None
     final = session.stop()
     path = os.path.join(scratch_folder("scriba-live-"), "recording.wav")
