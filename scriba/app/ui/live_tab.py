@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import os
+import time
 
 import numpy as np
 
@@ -40,6 +41,7 @@ class LiveTab:
         self.recorded: list[np.ndarray] = []
         self.options = TranscribeOptions(model=model_arg(model))
         self.session = LiveSession(self._heard, self.options, detection=None)
+        self.stopped_at: float | None = None  # time.monotonic() of stop()
 
     def _heard(self, event) -> None:  # on the session's thread
         if isinstance(event, Delta):
@@ -52,6 +54,9 @@ class LiveTab:
         if audio.size:
             self.recorded.append(audio)
             self.session.append(audio)
+        return self.html()
+
+    def html(self) -> str:
         return live_html(self.confirmed.strip(), self.pending)
 
     def recording(self) -> np.ndarray:
@@ -59,24 +64,38 @@ class LiveTab:
 
     def stop(self) -> str:
         """The recording's final text: transcribe() of all of it ("" for none)."""
+        self.stopped_at = time.monotonic()
         self.session.close()
         if not self.recorded:
             return ""
         return transcribe((self.recording(), SAMPLE_RATE), self.options).text
 
 
-def live_start(model):
-    """Recording starts: a fresh session (in the page's State)."""
+# Gradio runs the start, chunk and stop events of one recording in no fixed order under load: the
+# first chunks may come before the start (which must then keep the session they made), a
+# chunk after the stop (dropped), and the stop twice (the second changes nothing).
+LATE_CHUNK_SECONDS = 2.0
+
+
+def live_start(model, session: LiveTab | None):
+    """Recording starts: a fresh session (in the page's State), unless its first chunks came
+    first and made it."""
     import gradio as gr
 
-    return LiveTab(model), live_html("", ""), "", gr.update(value=None, visible=False)
+    if session is None or session.stopped_at is not None:
+        session = LiveTab(model)
+    return session, session.html(), "", gr.update(value=None, visible=False)
 
 
-def live_chunk(chunk, session: LiveTab | None):
+def live_chunk(chunk, session: LiveTab | None, model=None):
     """A chunk of microphone audio: (rate, samples) as Gradio streams it."""
-    session = session or LiveTab(None)
+    if session is not None and session.stopped_at is not None:
+        if time.monotonic() - session.stopped_at < LATE_CHUNK_SECONDS:  # the stopped one's tail
+            return session.html(), session
+        session = None  # a new recording whose start event has not run yet
+    session = session or LiveTab(model)
     if chunk is None:
-        return live_html(session.confirmed.strip(), session.pending), session
+        return session.html(), session
     rate, samples = chunk
     return session.add(samples, rate), session
 
@@ -84,20 +103,20 @@ def live_chunk(chunk, session: LiveTab | None):
 def live_stop(session: LiveTab | None):
     """Recording ends: (live text, final transcript, the recording as a WAV file, State). The
     final text is transcribe() of the recording, which the WAV holds as it was heard (float
-    samples: transcribing the file gives the same text). A stop without a session (the first stop
-    took it) changes nothing: it must not blank the final text the first one showed."""
+    samples: transcribing the file gives the same text). A stop without a running session (the
+    first stop took it) changes nothing: it must not blank the final text the first one showed."""
     import gradio as gr
     import soundfile as sf
 
-    if session is None:  # a repeated stop (Gradio may fire stop_recording twice): the page stays
-        return gr.skip(), gr.skip(), gr.skip(), None
+    if session is None or session.stopped_at is not None:
+        return gr.skip(), gr.skip(), gr.skip(), session
     if not session.recorded:
         session.stop()
-        return live_html("", ""), "", None, None
+        return live_html("", ""), "", None, session
     final = session.stop()
     path = os.path.join(scratch_folder("scriba-live-"), "recording.wav")
     sf.write(path, session.recording(), SAMPLE_RATE, subtype="FLOAT")
-    return live_html(final, ""), final, gr.update(value=path, visible=True), None
+    return live_html(final, ""), final, gr.update(value=path, visible=True), session
 
 
 def build_live_tab(gr, model_box) -> None:
@@ -111,10 +130,10 @@ def build_live_tab(gr, model_box) -> None:
         label="The recording (WAV)", interactive=False, elem_id="live-recording", visible=False
     )
     state = gr.State(None)
-    mic.start_recording(live_start, [model_box], [state, text, final, recording])
+    mic.start_recording(live_start, [model_box, state], [state, text, final, recording])
     mic.stream(
         live_chunk,
-        [mic, state],
+        [mic, state, model_box],
         [text, state],
         stream_every=STREAM_EVERY,
         time_limit=600,
