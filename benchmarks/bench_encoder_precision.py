@@ -1,0 +1,63 @@
+"""The OpenVINO encoder (and the decoder layers' cross K/V) in each precision on this host: one
+30 s window, 2 threads, the fastest and median of --calls calls; what whisper/encoder_precision.py
+would choose here. Run it first on a new kind of CPU (an AVX2-only one above all).
+
+    python benchmarks/bench_encoder_precision.py --models tiny.en,base
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+from machine import cpu_name
+
+from scriba.models.loader import resolve_model_path
+from scriba.models.registry import load_model
+from scriba.whisper.encoder_precision import MEASURED
+from scriba.whisper.openvino_encoder import _compile, build_encoder_graph, import_openvino, native_bf16
+
+# (label, int8 weights, the precision compiled)
+CONFIGS = [("int8 (dynamic quantization)", True, "int8"), ("f32", False, "f32"), ("bf16", False, "bf16")]
+
+
+def time_config(core, encoder, projections, int8: bool, precision: str, threads: int, calls: int):
+    compiled = _compile(core, build_encoder_graph(encoder, int8, projections), precision, threads)
+    request = compiled.create_infer_request()
+    x = torch.randn(1, encoder.conv1.weight.shape[1], 3000, generator=torch.Generator().manual_seed(0))
+    request.infer([x.numpy()])
+    seconds = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        request.infer([x.numpy()])
+        seconds.append(time.perf_counter() - start)
+    return min(seconds), statistics.median(seconds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="tiny.en,base")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--calls", type=int, default=5)
+    args = parser.parse_args()
+    ov = import_openvino()
+    core = ov.Core()
+    print(f"# machine: {cpu_name()}")
+    print(f"OpenVINO {ov.get_version()}; native bfloat16 here: {native_bf16(core)}")
+    for name in args.models.split(","):
+        model, _ = load_model(resolve_model_path(name), "cpu", torch.float32)
+        encoder = model.model.encoder
+        projections = [layer.encoder_attn.kv_proj for layer in model.model.decoder.layers]
+        fastest = {}
+        for label, int8, precision in CONFIGS:
+            best, median = time_config(core, encoder, projections, int8, precision, args.threads, args.calls)
+            fastest[precision] = best
+            print(f"{name:8s} {label:28s} {best * 1000:7.1f} ms a window (median {median * 1000:.1f})")
+        measured = min(MEASURED, key=fastest.get)
+        print(f"{name:8s} chosen here: {'bf16 (native)' if native_bf16(core) else measured + ' (measured)'}")
+
+
+if __name__ == "__main__":
+    main()
