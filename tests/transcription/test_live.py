@@ -11,7 +11,7 @@ import soundfile as sf
 
 import scriba
 from scriba.app.ui import live_tab
-from scriba.app.ui.live_tab import LiveTab, live_chunk, live_start, live_stop
+from scriba.app.ui.live_tab import live_chunk, live_start, live_stop
 from scriba.media.load import load_audio
 from scriba.transcription.live import LiveTranscript, LiveWord, _without_repeat
 from scriba.transcription.live_session import Failed, LiveSession
@@ -55,39 +55,46 @@ def test_a_repeated_start_is_dropped():
 
 
 def test_the_final_text_is_the_received_recording_transcribed():
-    session, chunks = LiveTab(None), microphone_chunks(0.1)
+    chunks = microphone_chunks(0.1)
+    live_start(None, "page-a")
     for chunk in chunks:
-        session.add(chunk, 48000)
-    _, final, recording, _ = live_stop(session)
+        live_chunk((48000, chunk), None, "page-a")
+    _, final, recording = live_stop("page-a")
     path = recording["value"]
     received, rate = sf.read(path)
     assert rate == 16000 and abs(len(received) / rate - sum(map(len, chunks)) / 48000) < 0.01
     assert final == scriba.transcribe(path).text
     assert "ask not what your country can do for you" in final.lower().replace(",", "")
-    again = live_stop(session)  # Gradio may fire stop_recording twice: the second changes nothing
-    assert again[:3] == (gr.skip(),) * 3 and again[3] is session
+    assert live_stop("page-a") == (gr.skip(),) * 3  # Gradio may fire stop twice: nothing changes
 
 
-def test_events_in_any_order_keep_one_recording(monkeypatch):
+def test_events_in_any_order_keep_one_recording_per_page(monkeypatch):
     """Under load Gradio may run a recording's first chunks before its start event, and a chunk
     after its stop: the start keeps the session the chunks made, a late chunk is dropped, and a
-    chunk well after the stop (the next recording, its start not yet run) begins a new one."""
+    chunk well after the stop (the next recording, its start not yet run) begins a new one.
+    Each page (Gradio's session hash) has its own."""
     chunk = (48000, microphone_chunks(0.5)[0])
-    _, first = live_chunk(chunk, None)  # before the start event
-    session, *_ = live_start(None, first)
-    assert session is first and len(session.recorded) == 1
-    _, session = live_chunk(chunk, session)
-    _, final, _, session = live_stop(session)
-    assert session is first and len(first.recorded) == 2
+    live_chunk(chunk, None, "page-b")  # before the start event
+    first = live_tab._recordings["page-b"]
+    live_start(None, "page-b")
+    live_chunk(chunk, None, "page-b")
+    live_chunk(chunk, None, "page-c")  # another page's recording
+    assert live_tab._recordings["page-b"] is first and len(first.recorded) == 2
+    _, final, _ = live_stop("page-b")
     assert final == scriba.transcribe((first.recording(), 16000)).text
-    _, late = live_chunk(chunk, session)  # the stopped recording's tail
-    assert late is first and len(first.recorded) == 2
+    live_chunk(chunk, None, "page-b")  # the stopped recording's tail
+    assert live_tab._recordings["page-b"] is first and len(first.recorded) == 2
     monkeypatch.setattr(live_tab, "LATE_CHUNK_SECONDS", 0.0)
-    _, fresh = live_chunk(chunk, session)  # the next recording, before its start
+    live_chunk(chunk, None, "page-b")  # the next recording, before its start
+    fresh = live_tab._recordings["page-b"]
     assert fresh is not first and len(fresh.recorded) == 1
-    assert live_start(None, fresh)[0] is fresh
-    assert live_start(None, first)[0] not in (first, fresh)  # a stopped session is not reused
-    fresh.stop()
+    live_start(None, "page-b")
+    assert live_tab._recordings["page-b"] is fresh and len(live_tab._recordings["page-c"].recorded) == 1
+    for page in ("page-b", "page-c"):
+        live_stop(page)
+    live_start(None, "page-b")  # a stopped recording is not continued
+    assert live_tab._recordings["page-b"] not in (first, fresh)
+    live_stop("page-b")
 
 
 def test_a_session_whose_transcription_fails_says_so_and_does_not_hang():

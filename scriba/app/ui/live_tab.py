@@ -3,10 +3,9 @@ as the server's Realtime API (transcription/live_session.py: words confirmed by 
 black, the unconfirmed tail in grey); when the recording stops, the final text is the whole
 recording transcribed, and the recording itself can be downloaded."""
 
-from __future__ import annotations
-
 import html
 import os
+import threading
 import time
 
 import numpy as np
@@ -64,59 +63,81 @@ class LiveTab:
 
     def stop(self) -> str:
         """The recording's final text: transcribe() of all of it ("" for none)."""
-        self.stopped_at = time.monotonic()
+        self.stopped_at = self.stopped_at or time.monotonic()
         self.session.close()
         if not self.recorded:
             return ""
         return transcribe((self.recording(), SAMPLE_RATE), self.options).text
 
 
-# Gradio runs the start, chunk and stop events of one recording in no fixed order under load: the
-# first chunks may come before the start (which must then keep the session they made), a
-# chunk after the stop (dropped), and the stop twice (the second changes nothing).
+# A page's recording lives here, keyed by the page (Gradio's session hash), not in a gr.State:
+# under load Gradio ran a recording's first stream chunks before its start event, and the
+# stream's State is its own copy, so a State-held session could differ between the start, the
+# chunks and the stop (the stop then found an empty recording and the final text never came).
+# Events may come in any order: the first chunks before the start (which keeps the session they
+# made), a chunk after the stop (dropped), the stop twice (the second changes nothing).
 LATE_CHUNK_SECONDS = 2.0
+FORGET_SECONDS = 600.0  # a stopped recording older than this is dropped when another page starts
+_recordings: dict[str, LiveTab] = {}
+_lock = threading.Lock()
 
 
-def live_start(model, session: LiveTab | None):
-    """Recording starts: a fresh session (in the page's State), unless its first chunks came
-    first and made it."""
+def _running(page: str, model) -> tuple[LiveTab, bool]:
+    """(the page's recording, whether it runs): made here if the page has none; a stopped one
+    (not running) while its late chunks may still come."""
+    with _lock:
+        session = _recordings.get(page)
+        if session is not None and session.stopped_at is not None:
+            if time.monotonic() - session.stopped_at < LATE_CHUNK_SECONDS:
+                return session, False
+            session = None
+        if session is None:
+            session = _recordings[page] = LiveTab(model)
+        return session, True
+
+
+def live_start(model, page: str):
+    """Recording starts: a fresh session for the page, unless its first chunks came first and
+    made it. Returns (live text, final transcript, recording file)."""
     import gradio as gr
 
-    if session is None or session.stopped_at is not None:
-        session = LiveTab(model)
-    return session, session.html(), "", gr.update(value=None, visible=False)
+    with _lock:
+        now = time.monotonic()
+        for key, old in list(_recordings.items()):
+            if old.stopped_at is not None and (key == page or now - old.stopped_at > FORGET_SECONDS):
+                del _recordings[key]
+    session, _ = _running(page, model)
+    return session.html(), "", gr.update(value=None, visible=False)
 
 
-def live_chunk(chunk, session: LiveTab | None, model=None):
-    """A chunk of microphone audio: (rate, samples) as Gradio streams it."""
-    if session is not None and session.stopped_at is not None:
-        if time.monotonic() - session.stopped_at < LATE_CHUNK_SECONDS:  # the stopped one's tail
-            return session.html(), session
-        session = None  # a new recording whose start event has not run yet
-    session = session or LiveTab(model)
-    if chunk is None:
-        return session.html(), session
+def live_chunk(chunk, model, page: str) -> str:
+    """A chunk of microphone audio: (rate, samples) as Gradio streams it. Returns the live text."""
+    session, running = _running(page, model)
+    if not running or chunk is None:  # a late chunk of the stopped recording is dropped
+        return session.html()
     rate, samples = chunk
-    return session.add(samples, rate), session
+    return session.add(samples, rate)
 
 
-def live_stop(session: LiveTab | None):
-    """Recording ends: (live text, final transcript, the recording as a WAV file, State). The
-    final text is transcribe() of the recording, which the WAV holds as it was heard (float
-    samples: transcribing the file gives the same text). A stop without a running session (the
-    first stop took it) changes nothing: it must not blank the final text the first one showed."""
+def live_stop(page: str):
+    """Recording ends: (live text, final transcript, the recording as a WAV file). The final text
+    is transcribe() of the recording, which the WAV holds as it was heard (float samples:
+    transcribing the file gives the same text). A stop without a running recording (the first
+    stop took it) changes nothing: it must not blank the final text the first one showed."""
     import gradio as gr
     import soundfile as sf
 
-    if session is None or session.stopped_at is not None:
-        return gr.skip(), gr.skip(), gr.skip(), session
-    if not session.recorded:
-        session.stop()
-        return live_html("", ""), "", None, session
+    with _lock:
+        session = _recordings.get(page)
+        if session is None or session.stopped_at is not None:
+            return gr.skip(), gr.skip(), gr.skip()
+        session.stopped_at = time.monotonic()  # taken: a second stop, or late chunks, see it
     final = session.stop()
+    if not session.recorded:
+        return live_html("", ""), "", None
     path = os.path.join(scratch_folder("scriba-live-"), "recording.wav")
     sf.write(path, session.recording(), SAMPLE_RATE, subtype="FLOAT")
-    return live_html(final, ""), final, gr.update(value=path, visible=True), session
+    return live_html(final, ""), final, gr.update(value=path, visible=True)
 
 
 def build_live_tab(gr, model_box) -> None:
@@ -129,15 +150,24 @@ def build_live_tab(gr, model_box) -> None:
     recording = gr.File(
         label="The recording (WAV)", interactive=False, elem_id="live-recording", visible=False
     )
-    state = gr.State(None)
-    mic.start_recording(live_start, [model_box, state], [state, text, final, recording])
+
+    def start(model, request: gr.Request):
+        return live_start(model, request.session_hash)
+
+    def chunk(audio, model, request: gr.Request):
+        return live_chunk(audio, model, request.session_hash)
+
+    def stop(request: gr.Request):
+        return live_stop(request.session_hash)
+
+    mic.start_recording(start, [model_box], [text, final, recording])
     mic.stream(
-        live_chunk,
-        [mic, state, model_box],
-        [text, state],
+        chunk,
+        [mic, model_box],
+        [text],
         stream_every=STREAM_EVERY,
         time_limit=600,
         concurrency_limit=None,
         show_progress="hidden",
     )
-    mic.stop_recording(live_stop, [state], [text, final, recording, state])
+    mic.stop_recording(stop, None, [text, final, recording])
