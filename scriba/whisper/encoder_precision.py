@@ -12,6 +12,7 @@ version, the encoder's shape and the thread count: later engines compile only th
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import time
@@ -21,6 +22,8 @@ import torch
 
 from scriba.kernels.cpu_features import cpu_flags
 from scriba.models.offline import cache_root
+
+log = logging.getLogger(__name__)
 
 MEASURED = ("int8", "f32")  # the candidates where bfloat16 is not native
 TIMED_CALLS = 3  # after one warm-up call; the fastest call counts (a busy host only adds time)
@@ -67,8 +70,8 @@ def remember(key: str, precision: str, seconds: dict[str, float]) -> None:
         with open(scratch, "w") as f:
             json.dump(choices, f, indent=1)
         os.replace(scratch, path)
-    except OSError:
-        pass
+    except OSError as e:  # a read-only cache: the next engine measures again
+        log.info("encoder precision %s not remembered: %s", precision, e)
 
 
 def seconds_per_window(encoder: Callable, mel_bins: int, frames: int) -> float:
