@@ -39,7 +39,7 @@ from transformers import (
 )
 
 from scriba import Engine, SamplingParams
-from scriba.kernels import paged_attention
+from scriba.kernels import paged_decode_plan
 from scriba.kernels.varlen_attention import varlen_attention_flash, varlen_attention_ref
 
 SHAPES = {
@@ -350,15 +350,15 @@ def run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype):
 def run_variants(args, folder, prompts) -> list[tuple[str, str, tuple, list[list[int]]]]:
     """(label, kv_cache_dtype, (wall, step, host), tokens) per --variants entry."""
     results = []
-    default_launch = dict(paged_attention.LAUNCH)
+    default_launch = dict(paged_decode_plan.LAUNCH)
     for label, async_scheduling, kv_cache_dtype in variants(args):
         launch = (
             args.decode_launch
             if args.decode_launch and (label.endswith("+launch") or not args.variants)
             else {}
         )
-        paged_attention.LAUNCH.update({**default_launch, **launch})
-        log(f"({label or 'scriba'}) paged decode launch: {paged_attention.LAUNCH}")
+        paged_decode_plan.LAUNCH.update({**default_launch, **launch})
+        log(f"({label or 'scriba'}) paged decode launch: {paged_decode_plan.LAUNCH}")
         wall, step, host, split, tokens = run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype)
         results.append((label, kv_cache_dtype, (wall, step, host, split), tokens))
     return results

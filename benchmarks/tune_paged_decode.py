@@ -18,11 +18,11 @@ import torch
 import triton
 
 from scriba.kernels.kv8 import FP8, quantize
-from scriba.kernels.paged_attention import _resolve_launch as resolve_launch
 from scriba.kernels.paged_attention import (
     paged_decode_attention_ref,
     paged_decode_attention_triton,
 )
+from scriba.kernels.paged_decode_plan import resolve_launch
 
 CASES = [(64, 1500, "float16"), (256, 1500, "float16"), (64, 80, "float16"), (256, 1500, "fp8")]
 

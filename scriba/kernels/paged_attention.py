@@ -8,16 +8,14 @@ path and the kernel's oracle.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 
 from scriba.kernels.context_reads import ContextReads, RunBatch, group_context_reads
 from scriba.kernels.kv8 import dequantized, is_8bit
+from scriba.kernels.paged_decode_plan import partial_buffers, partitions, resolve_launch
 from scriba.kernels.triton_support import (
     HAS_TRITON,
-    IS_INTERPRETED,
     next_power_of_2,
     require_triton,
     tl,
@@ -110,15 +108,6 @@ def _attend_gathered(q, kv_cache, block_tables, seq_lens, scale, kv_scales=None)
 
 
 # -- Triton -----------------------------------------------------------------------------------
-# Programs wanted per launch: enough to fill an H100's 132 SMs a few times over. The
-# interpreter runs programs one by one, so there contexts are split only as far as a test asks.
-TARGET_PROGRAMS = 16 if IS_INTERPRETED else 1024
-# Measured on an H100 (benchmarks/tune_paged_decode.py, benchmarks/results/gpu_h100_2026-11-26.txt):
-# Whisper large's 1500-position contexts at batch 256 in tiles of 32 positions, heads first, read
-# at 2.8 TB/s from a float16 cache (8 warps) and 2.3 TB/s from an fp8 one (4 warps); sequences
-# first, 2.6 and 1.5 TB/s. num_warps None: 8, or 4 over an 8-bit cache.
-LAUNCH = dict(tile=32, num_warps=None, num_stages=3, heads_first=True)
-
 if HAS_TRITON:
 
     @triton.jit
@@ -278,14 +267,6 @@ if HAS_TRITON:
         )
 
 
-def plan_splits(num_seqs: int, num_heads: int, max_context: int, tile: int) -> tuple[int, int]:
-    """(partition, num_splits): split contexts only as far as needed to fill the GPU. It
-    depends on shapes only, never on the lengths' values, so CUDA graphs can capture it."""
-    wanted = max(1, math.ceil(TARGET_PROGRAMS / max(1, num_seqs * num_heads)))
-    partition = max(tile, math.ceil(math.ceil(max_context / wanted) / tile) * tile)
-    return partition, math.ceil(max_context / partition)
-
-
 def _check_triton_args(q, kv_cache, block_tables, seq_lens, kv_scales) -> None:
     """What the Triton kernel assumes of its arguments, beyond `check_paged_args`."""
     check_paged_args(q, kv_cache, block_tables, seq_lens)
@@ -330,10 +311,10 @@ def paged_decode_attention_triton(
         return out
     block_size = kv_cache.shape[2]
     block_d = next_power_of_2(dim)
-    tile, heads_first, launch = _resolve_launch(launch, kv_scales is not None)
-    partition, num_splits = _partitions(num_seqs, heads, block_tables.shape[1] * block_size, tile, num_splits)
+    tile, heads_first, launch = resolve_launch(launch, kv_scales is not None)
+    partition, num_splits = partitions(num_seqs, heads, block_tables.shape[1] * block_size, tile, num_splits)
     one_split = num_splits == 1
-    part_max, part_sum, part_acc = _partial_buffers(q, num_splits)
+    part_max, part_sum, part_acc = partial_buffers(q, num_splits)
     grid = (heads, num_seqs, num_splits) if heads_first else (num_seqs, heads, num_splits)
     _paged_decode_kernel[grid](
         q,
@@ -371,32 +352,6 @@ def paged_decode_attention_triton(
     if not one_split:
         _reduce_splits(part_max, part_sum, part_acc, out, num_splits, block_d)
     return out
-
-
-def _resolve_launch(overrides: dict | None, eight_bit: bool) -> tuple[int, bool, dict]:
-    """(tile, heads_first, Triton's own launch options) from LAUNCH and the overrides."""
-    launch = {**LAUNCH, **(overrides or {})}
-    tile = launch.pop("tile") or 32
-    launch["num_warps"] = launch["num_warps"] or (4 if eight_bit else 8)
-    return tile, bool(launch.pop("heads_first")), launch
-
-
-def _partial_buffers(q: torch.Tensor, num_splits: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Each (sequence, head, split)'s partial max, sum [seqs, heads, splits] and acc [..., head_dim],
-    float32; placeholders of one element when there is one split (the kernel writes `out`)."""
-    num_seqs, heads, dim = q.shape
-    shape = (num_seqs, heads, num_splits) if num_splits > 1 else (1,)
-    empty = lambda *size: torch.empty(size, dtype=torch.float32, device=q.device)  # noqa: E731
-    return empty(*shape), empty(*shape), empty(*shape, dim if num_splits > 1 else 1)
-
-
-def _partitions(num_seqs: int, heads: int, max_context: int, tile: int, num_splits: int | None):
-    """(positions per split, splits): planned (plan_splits), or as many splits as asked, each a
-    whole number of tiles."""
-    if num_splits is None:
-        return plan_splits(num_seqs, heads, max_context, tile)
-    partition = max(tile, math.ceil(math.ceil(max_context / num_splits) / tile) * tile)
-    return partition, math.ceil(max_context / partition)
 
 
 def _reduce_splits(part_max, part_sum, part_acc, out: torch.Tensor, num_splits: int, block_d: int) -> None:

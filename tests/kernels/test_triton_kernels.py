@@ -9,12 +9,11 @@ import random
 import pytest
 import torch
 
-from scriba.kernels import paged_attention
+from scriba.kernels import paged_decode_plan
 from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels.paged_attention import (
     paged_decode_attention_ref,
     paged_decode_attention_triton,
-    plan_splits,
 )
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -94,12 +93,15 @@ def test_paged_decode_runs_in_either_grid_order():
 
 
 def test_split_plan_fills_the_gpu_and_covers_the_context(monkeypatch):
-    monkeypatch.setattr(paged_attention, "TARGET_PROGRAMS", 1024)  # as on a GPU
-    assert plan_splits(1, 20, 1504, 32) == (32, 47)  # one cross-attention request: split wide
-    partition, splits = plan_splits(256, 20, 1504, 32)
+    monkeypatch.setattr(paged_decode_plan, "TARGET_PROGRAMS", 1024)  # as on a GPU
+    assert paged_decode_plan.plan_splits(1, 20, 1504, 32) == (
+        32,
+        47,
+    )  # one cross-attention request: split wide
+    partition, splits = paged_decode_plan.plan_splits(256, 20, 1504, 32)
     assert splits == 1 and partition >= 1504  # a full batch fills the GPU alone
     for seqs in (1, 3, 17, 64):
-        partition, splits = plan_splits(seqs, 8, 1000, 64)
+        partition, splits = paged_decode_plan.plan_splits(seqs, 8, 1000, 64)
         assert partition % 64 == 0 and (splits - 1) * partition < 1000 <= splits * partition
 
 
