@@ -1,7 +1,8 @@
 """Whisper on this CPU against the field: Scriba's default, OpenVINO GenAI, faster-whisper.
 
     python benchmarks/bench_cpu_field.py --peers-python /tmp/peers/bin/python \\
-        --openvino-models /tmp/ov [--models tiny.en,base] [--rounds 3] [--passes 1] [--out FILE]
+        --openvino-models /tmp/ov [--models tiny.en,base] [--rounds 3] [--passes 1] [--skip NAMES]
+        [--out FILE]
 
 Setup (once; not in CI): `bash benchmarks/setup_field.sh` makes the peers' venv (openvino-genai,
 optimum-intel) and exports the same weights Scriba reads (the bundled tiny.en, the multilingual
@@ -140,13 +141,17 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--passes", type=int, default=1, help="times the systems take turns (ratio per pass)")
     parser.add_argument("--workloads", default="", help="names to run, separated by ; (default: all)")
+    parser.add_argument(
+        "--skip", default="", help="systems left out, separated by ; (e.g. 'faster-whisper int8')"
+    )
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     say(f"# python benchmarks/bench_cpu_field.py {' '.join(argv if argv is not None else sys.argv[1:])}")
     say(f"# machine: {cpu_name()}, {len(os.sched_getaffinity(0))} CPUs")
     for model in args.models.split(","):
         say(f"\n## {model}")
-        found = systems(args, model)
+        skipped = set(args.skip.split(";")) - {""}
+        found = {k: v for k, v in systems(args, model).items() if k not in skipped or k == "Scriba default"}
         for name, (files, refs, workload) in workloads(args.data).items():
             if args.workloads and name not in args.workloads.split(";"):
                 continue
