@@ -33,13 +33,11 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic, overload
 
-from scriba.kernels.cpu_avx2_int8 import avx2_matvec, avx2_matvec_serial
 from scriba.kernels.cpu_paged_attention import attend, attention_kernel, attention_kernel_8bit, narrow
 from scriba.kernels.cpu_vnni import CHUNK, vnni_matvec, vnni_matvec_serial
 
 GELU, RELU = 0, 1  # the activations the step knows (EncoderDecoderLayer.activation_fn)
-# weights x rows up to which an int8 x int8 product runs on one thread (tiny.en 384 x 384)
-SERIAL_PRODUCT = 150_000
+SERIAL_PRODUCT = 150_000  # weights x rows up to which a VNNI product runs on one thread (tiny.en 384 x 384)
 SERIAL_ATTENTION = 4096  # (row, head, position) reads up to which attention runs on one thread
 
 
@@ -177,27 +175,21 @@ def _attend_for(q, cache, scales, tables, lengths, block_size, scale, out):
 
 
 def _product(w, scales, bias, sums, x, out):
-    """Typed by the overload below: out = x @ w.T * scales + bias over x's codes where the step
-    was given the weights' code sums, their dtype naming the instructions: int32 AVX-512 VNNI
-    (cpu_vnni: 8-bit rows), int64 AVX2 (cpu_avx2_int8: 7-bit rows); else in float32."""
+    """Typed by the overload below: out = x @ w.T * scales + bias, by VNNI over x's int8 codes
+    where the step was given the weights' code sums (int32, cpu_vnni), else in float32."""
 
 
 @overload(_product)
 def _product_for(w, scales, bias, sums, x, out):
-    if sums.dtype in (types.int32, types.int64):
-        parallel, serial = (
-            (vnni_matvec, vnni_matvec_serial)
-            if sums.dtype == types.int32
-            else (avx2_matvec, avx2_matvec_serial)
-        )
+    if sums.dtype == types.int32:
 
-        def int8_by_int8(w, scales, bias, sums, x, out):
+        def vnni(w, scales, bias, sums, x, out):
             if w.size * x.shape[0] <= SERIAL_PRODUCT:
-                serial(w, sums, scales, bias, x, out)
+                vnni_matvec_serial(w, sums, scales, bias, x, out)
             else:
-                parallel(w, sums, scales, bias, x, out)
+                vnni_matvec(w, sums, scales, bias, x, out)
 
-        return int8_by_int8
+        return vnni
     return lambda w, scales, bias, sums, x, out: int8_matvec(w, scales, bias, x, out)
 
 

@@ -54,7 +54,7 @@ def code_sums(weights: np.ndarray) -> np.ndarray:
     return weights.astype(np.int32).sum(axis=-1, dtype=np.int32)
 
 
-def declare(module, name: str, ret, params):
+def _declare(module, name: str, ret, params):
     fn = module.globals.get(name)
     return fn if fn is not None else ir.Function(module, ir.FunctionType(ret, params), name)
 
@@ -72,8 +72,8 @@ def _dot_u8s8(typingctx, a_address, b_address, blocks):
         )
         i32, i64 = ir.IntType(32), ir.IntType(64)
         lanes = ir.VectorType(i32, 16)
-        dot = declare(builder.module, "llvm.x86.avx512.vpdpbusd.512", lanes, [lanes] * 3)
-        reduce = declare(builder.module, "llvm.vector.reduce.add.v16i32", i32, [lanes])
+        dot = _declare(builder.module, "llvm.x86.avx512.vpdpbusd.512", lanes, [lanes] * 3)
+        reduce = _declare(builder.module, "llvm.vector.reduce.add.v16i32", i32, [lanes])
         a = builder.inttoptr(a_address, lanes.as_pointer())
         b = builder.inttoptr(b_address, lanes.as_pointer())
         entry = builder.block
@@ -101,22 +101,20 @@ def _dot_u8s8(typingctx, a_address, b_address, blocks):
 
 
 @numba.njit(fastmath=True)
-def quantize_rows(x, codes, row_scales, zero_points, levels=255):
-    """x [R, in] float32 -> codes [R, in] uint8 (round(x / s) + z, in [0, levels]), row_scales [R]
-    float32 (s = (max - min) / levels of each row, zero included in its range), zero_points [R]
-    int32 (z). levels: 255 here, 127 for AVX2's products (cpu_avx2_int8.py)."""
+def quantize_rows(x, codes, row_scales, zero_points):
+    """x [R, in] float32 -> codes [R, in] uint8 (round(x / s) + z), row_scales [R] float32 (s =
+    (max - min) / 255 of each row, zero included in its range), zero_points [R] int32 (z)."""
     rows, size = x.shape
-    top = np.float32(levels)
     for r in range(rows):
         low, high = np.float32(0.0), np.float32(0.0)
         for i in range(size):
             low, high = min(low, x[r, i]), max(high, x[r, i])
-        s = max((high - low) / top, np.float32(1e-30))
-        z = min(max(np.int32(np.round(-low / s)), 0), levels)
+        s = max((high - low) / np.float32(255.0), np.float32(1e-30))
+        z = min(max(np.int32(np.round(-low / s)), 0), 255)
         row_scales[r], zero_points[r] = s, z
         inverse = np.float32(1.0) / s
         for i in range(size):
-            codes[r, i] = np.uint8(min(max(np.int32(np.round(x[r, i] * inverse)) + z, 0), levels))
+            codes[r, i] = np.uint8(min(max(np.int32(np.round(x[r, i] * inverse)) + z, 0), 255))
 
 
 @numba.njit(fastmath=True, inline="always")

@@ -5,11 +5,9 @@
 (quantize.py's modules' own codes and scales), the layers' stacked by kind; the model runner
 hands it the decode-only steps it `fits` (up to MAX_ROWS rows over a float32, float16, bfloat16
 or int8 cache bound to the layers), every other step stays with the modules. Products: where the
-host has AVX-512 VNNI, int8 x int8 with each row quantized to 8 bits on the fly (kernels/cpu_vnni.py,
-as fbgemm's and CTranslate2's int8 layers do; 2-3x faster products); elsewhere, where it has AVX2,
-int8 x int8 with each row quantized to 7 bits (kernels/cpu_avx2_int8.py: `vpmaddubsw`; ~1.8x faster
-products than float32's on a Zen 3); "float32": the int8 codes widened to float32 (no activation
-rounding: the int8 model's weights, computed as a float32 model would).
+host has AVX-512 VNNI, int8 x int8 with each row quantized on the fly (kernels/cpu_vnni.py, as
+fbgemm's and CTranslate2's int8 layers do; 2-3x faster products); elsewhere in float32 over the
+int8 codes (no activation rounding: the int8 model's weights, computed as a float32 model would).
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ from scriba.models.quantize import RowScaledLinear, WeightOnlyInt8Linear
 # a few rows the modules' int8 GEMMs (fbgemm) compute faster than the memory reads they save.
 MAX_ROWS = 4
 CACHE_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int8)
-PRODUCTS = ("vnni", "avx2", "float32")
+PRODUCTS = ("vnni", "float32")
 _KINDS = (  # kernels/cpu_decoder_step's QKV .. FC2
     ("self_attn", "qkv_proj"),
     ("self_attn", "out_proj"),
@@ -75,11 +73,11 @@ def int8_linear(module: nn.Module) -> tuple[torch.Tensor, torch.Tensor, torch.Te
 
 class NumbaDecoderStep:
     """Decode-only steps of up to MAX_ROWS rows of `model`'s decoder, and their logits.
-    products: "vnni", "avx2" or "float32" (see above); None: the first the host and the widths allow."""
+    products: "vnni" or "float32" (see above); None: "vnni" where the host and the widths allow."""
 
     def __init__(self, model: nn.Module, products: str | None = None):
-        from scriba.kernels import cpu_avx2_int8, cpu_vnni
         from scriba.kernels import cpu_decoder_step as kernel
+        from scriba.kernels import cpu_vnni
 
         self.kernel = kernel
         self.decoder = decoder = model.model.decoder
@@ -101,21 +99,14 @@ class NumbaDecoderStep:
         )  # [L, 3, 2, D]
         self.final_norm = _numpy(torch.stack([decoder.layer_norm.weight, decoder.layer_norm.bias]))
         self.head = tuple(t.contiguous().numpy() for t in int8_linear(model.quantized_head))
-        widths = [w.shape[-1] for w in (*self.weights, self.head[0])]
-        runs = {"vnni": cpu_vnni.fits, "avx2": cpu_avx2_int8.fits, "float32": lambda width: True}
-        runs_here = [p for p in PRODUCTS if all(runs[p](width) for width in widths)]
-        self.products = products or runs_here[0]
+        vnni_fits = all(cpu_vnni.fits(w.shape[-1]) for w in (*self.weights, self.head[0]))
+        self.products = products or ("vnni" if vnni_fits else "float32")
         if self.products not in PRODUCTS:
             raise ValueError(f"products must be one of {PRODUCTS}, got {products!r}")
-        if self.products not in runs_here:
-            raise ValueError(
-                f"{self.products} products need {'AVX-512 VNNI' if self.products == 'vnni' else 'AVX2'}"
-                f" and input widths that are multiples of {64 if self.products == 'vnni' else 32}"
-            )
-        # The code sums' dtype names the kernel's instructions (cpu_decoder_step._product)
-        sums_dtype = {"vnni": np.int32, "avx2": np.int64}.get(self.products)
-        if sums_dtype is not None:
-            self.sums = tuple(cpu_vnni.code_sums(w).astype(sums_dtype) for w in self.weights)
+        if self.products == "vnni" and not vnni_fits:
+            raise ValueError("VNNI products need AVX-512 VNNI and input widths that are multiples of 64")
+        if self.products == "vnni":
+            self.sums = tuple(cpu_vnni.code_sums(w) for w in self.weights)
             self.head_sums = cpu_vnni.code_sums(self.head[0])
         else:  # the kernel's float32 products: no sums
             self.sums = tuple(np.zeros((w.shape[0], 0), np.float32) for w in self.weights)
@@ -206,10 +197,6 @@ class NumbaDecoderStep:
             from scriba.kernels.cpu_vnni import vnni_matvec
 
             return vnni_matvec, (codes, self.head_sums, scales, bias, hidden, out)
-        if self.products == "avx2":
-            from scriba.kernels.cpu_avx2_int8 import avx2_matvec
-
-            return avx2_matvec, (codes, self.head_sums, scales, bias, hidden, out)
         return self.kernel.int8_matvec, (codes, scales, bias, hidden, out)
 
     def load_kernels(self) -> None:

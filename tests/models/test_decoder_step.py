@@ -22,16 +22,14 @@ from scriba.transcription.engine_settings import speech_config
 PARAMS = SamplingParams(max_tokens=24, ignore_eos=True, logprobs=1)
 LOGPROB_TOLERANCE = 1e-3  # float32 summation order only; measured ~1e-5
 VNNI_TOLERANCE = 6e-2  # each product's input rounded to 8-bit codes; measured 0.031
-AVX2_TOLERANCE = 1.2e-1  # to 7-bit codes: twice VNNI's step; measured 0.067
 
 
 @pytest.fixture
 def float32_products(monkeypatch):
-    """The numba step with its float32 products on any host (VNNI's and AVX2's are the last tests')."""
-    from scriba.kernels import cpu_avx2_int8, cpu_vnni
+    """The numba step with its float32 products on any host (VNNI's are the last tests')."""
+    from scriba.kernels import cpu_vnni
 
     monkeypatch.setattr(cpu_vnni, "fits", lambda width: False)
-    monkeypatch.setattr(cpu_avx2_int8, "fits", lambda width: False)
 
 
 class CountedStep:
@@ -87,11 +85,6 @@ def engines(path: str, **settings) -> tuple[Engine, Engine, CountedStep]:
     numba = Engine(path, decoder_runtime="numba", **common)
     counted = numba.runner.decode_step = CountedStep(numba.runner.decode_step)
     return dequantized(Engine(path, decoder_runtime="torch", **common)), dequantized(numba), counted
-
-
-def int8_model(path: str) -> nn.Module:
-    """An int8 model as the numba step takes it (`engines` makes theirs float Linears after)."""
-    return Engine(path, device="cpu", quantization="int8", num_kv_blocks=8).model
 
 
 @pytest.mark.parametrize(
@@ -205,15 +198,14 @@ def assert_same_up_to_a_near_tie(reference, numba, prompts, tolerance):
 def test_vnni_products_keep_the_tokens(tiny_whispers, tiny_mbart):
     """Where the host has AVX-512 VNNI the step chooses it (tiny widths are multiples of 64): the
     same tokens as the float modules up to a near-tie, log-probs within VNNI_TOLERANCE. Elsewhere
-    it keeps AVX2's (or float32) products, and asking for VNNI is refused with its reason."""
-    from scriba.kernels.cpu_avx2_int8 import HAS_AVX2
+    it keeps float32 products, and asking for VNNI is refused with its reason."""
     from scriba.kernels.cpu_vnni import HAS_VNNI
 
     reference, numba, counted = engines(tiny_whispers["multilingual"][0])
     if not HAS_VNNI:
-        assert numba.runner.decode_step.step.products == ("avx2" if HAS_AVX2 else "float32")
+        assert numba.runner.decode_step.step.products == "float32"
         with pytest.raises(ValueError, match="AVX-512 VNNI"):
-            decoder_step.NumbaDecoderStep(int8_model(tiny_whispers["multilingual"][0]), products="vnni")
+            decoder_step.NumbaDecoderStep(numba.model, products="vnni")
         return
     assert numba.runner.decode_step.step.products == "vnni"
     clips = [{"audio": synthetic_clip(seconds, seed)} for seed, seconds in enumerate([2.0, 7.5, 20.0])]
@@ -223,28 +215,3 @@ def test_vnni_products_keep_the_tokens(tiny_whispers, tiny_mbart):
     prompts = [{"prompt_token_ids": p} for p in random_prompts(MAX_ROWS, seed=4, max_len=60)]
     worst = max(worst, assert_same_up_to_a_near_tie(reference, numba, prompts, VNNI_TOLERANCE))
     assert worst > 0  # the rounding shows: these were the VNNI products
-
-
-def test_avx2_products_keep_the_tokens(tiny_whispers, tiny_mbart, monkeypatch):
-    """Where the host has AVX2 but not VNNI the step chooses AVX2's products (on a VNNI host: with
-    VNNI's marked absent): the same tokens as the float modules up to a near-tie, log-probs within
-    AVX2_TOLERANCE. Without AVX2, asking for them is refused with the reason."""
-    from scriba.kernels import cpu_vnni
-    from scriba.kernels.cpu_avx2_int8 import HAS_AVX2
-
-    monkeypatch.setattr(cpu_vnni, "fits", lambda width: False)
-    reference, numba, counted = engines(tiny_whispers["multilingual"][0])
-    if not HAS_AVX2:
-        assert numba.runner.decode_step.step.products == "float32"
-        with pytest.raises(ValueError, match="AVX2"):
-            decoder_step.NumbaDecoderStep(int8_model(tiny_whispers["multilingual"][0]), products="avx2")
-        return
-    assert numba.runner.decode_step.step.products == "avx2"
-    clips = [{"audio": synthetic_clip(seconds, seed)} for seed, seconds in enumerate([2.0, 7.5, 20.0])]
-    worst = assert_same_up_to_a_near_tie(reference, numba, clips, AVX2_TOLERANCE)
-    assert counted.calls == PARAMS.max_tokens
-    reference, numba, counted = engines(tiny_mbart[0])
-    prompts = [{"prompt_token_ids": p} for p in random_prompts(MAX_ROWS, seed=4, max_len=60)]
-    worst = max(worst, assert_same_up_to_a_near_tie(reference, numba, prompts, AVX2_TOLERANCE))
-    print("AVX2 worst log-prob difference", worst)
-    assert worst > 0  # the rounding shows: these were the AVX2 products
