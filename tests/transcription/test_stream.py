@@ -19,6 +19,17 @@ def spans(segments):
     return [(round(s.start, 2), round(s.end, 2), s.text) for s in segments]
 
 
+def assert_same_segments(streamed, whole, seconds: float = 0.1) -> None:
+    """The same texts in the same order, each start and end within `seconds`: a window the
+    stream decodes alone (the numba step; float32 products where the CPU has no VNNI) may be
+    decoded in a batch by transcribe() (fbgemm's int8 layers, rows rounded to 7 bits), and a
+    timestamp near-tie can turn differently (docs/limits.md; seen on an AVX2-only host: an
+    end at 10.76 s streamed, 10.82 s whole)."""
+    assert [s.text for s in streamed] == [s.text for s in whole]
+    for a, b in zip(streamed, whole):
+        assert abs(a.start - b.start) <= seconds and abs(a.end - b.end) <= seconds, (spans([a]), spans([b]))
+
+
 @pytest.fixture(scope="module")
 def long_audio():
     """jfk.flac five times with pauses between: about 80 s, several windows (VAD on)."""
@@ -34,7 +45,7 @@ def test_the_stream_yields_transcribes_segments_in_order(long_audio, mode):
     assert info.duration == pytest.approx(len(long_audio) / 16000)
     streamed = list(segments)
     whole = scriba.transcribe(long_audio, mode=mode)
-    assert spans(streamed) == spans(whole.segments)
+    assert_same_segments(streamed, whole.segments)
     assert [s.start for s in streamed] == sorted(s.start for s in streamed)
     assert (
         "".join(s.text for s in streamed).strip() == whole.text and whole.text.count("fellow Americans") == 5
