@@ -267,6 +267,15 @@ if HAS_TRITON:
         )
 
 
+def _output_for(q: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    """`out` checked to take the result of `q`'s attention, or a new contiguous one."""
+    if out is None:
+        return torch.empty_like(q, memory_format=torch.contiguous_format)
+    if out.shape != q.shape or out.dtype != q.dtype or out.stride(-1) != 1:
+        raise ValueError(f"out must be {tuple(q.shape)} {q.dtype}, contiguous in head_dim")
+    return out
+
+
 def _check_triton_args(q, kv_cache, block_tables, seq_lens, kv_scales) -> None:
     """What the Triton kernel assumes of its arguments, beyond `check_paged_args`."""
     check_paged_args(q, kv_cache, block_tables, seq_lens)
@@ -303,10 +312,7 @@ def paged_decode_attention_triton(
     host synchronisation: CUDA graphs capture it."""
     _check_triton_args(q, kv_cache, block_tables, seq_lens, kv_scales)
     num_seqs, heads, dim = q.shape
-    if out is None:
-        out = torch.empty_like(q, memory_format=torch.contiguous_format)
-    elif out.shape != q.shape or out.dtype != q.dtype or out.stride(-1) != 1:
-        raise ValueError(f"out must be {tuple(q.shape)} {q.dtype}, contiguous in head_dim")
+    out = _output_for(q, out)
     if num_seqs == 0:
         return out
     block_size = kv_cache.shape[2]
