@@ -314,6 +314,7 @@ VARIANTS = {
     "fp8-sync": ("off", "fp8"),
     "int8": ("on", "int8"),
 }
+# A variant named with the suffix "-eager-encoder" runs the encoder without its CUDA graphs.
 
 
 def variants(args) -> list[tuple[str, str, str]]:
@@ -321,13 +322,14 @@ def variants(args) -> list[tuple[str, str, str]]:
     if not args.variants:
         return [("", args.async_scheduling, args.kv_cache_dtype)]
     names = args.variants.split(",")
-    unknown = [n for n in names if n.removesuffix("+launch") not in VARIANTS]
+    base = {n: n.removesuffix("+launch").removesuffix("-eager-encoder") for n in names}
+    unknown = [n for n in names if base[n] not in VARIANTS]
     if unknown:
         raise SystemExit(f"unknown --variants {unknown}; choose from {sorted(VARIANTS)}")
-    return [(n, *VARIANTS[n.removesuffix("+launch")]) for n in names]
+    return [(n, *VARIANTS[base[n]]) for n in names]
 
 
-def run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype):
+def run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype, encoder_graphs=True):
     """(wall, decode step, exposed host time or None, step split, tokens); the engine is freed after."""
     engine = Engine(
         folder,
@@ -337,6 +339,8 @@ def run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype):
         async_scheduling={"on": True, "off": False}.get(async_scheduling),
         kv_cache_dtype=kv_cache_dtype,
     )
+    if not encoder_graphs:
+        engine.runner.model.encoder_graphs = None
     scriba_run(engine, prompts[: min(4, args.batch)], 4, args.device)  # warm-up
     wall, step, split, tokens = scriba_run(engine, prompts, args.new_tokens, args.device)
     host = profile_decode(engine, prompts, args.device) if args.profile else None
@@ -359,7 +363,10 @@ def run_variants(args, folder, prompts) -> list[tuple[str, str, tuple, list[list
         )
         paged_decode_plan.LAUNCH.update({**default_launch, **launch})
         log(f"({label or 'scriba'}) paged decode launch: {paged_decode_plan.LAUNCH}")
-        wall, step, host, split, tokens = run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype)
+        graphs = "-eager-encoder" not in label
+        wall, step, host, split, tokens = run_scriba(
+            args, folder, prompts, async_scheduling, kv_cache_dtype, graphs
+        )
         results.append((label, kv_cache_dtype, (wall, step, host, split), tokens))
     return results
 

@@ -116,6 +116,8 @@ class Engine:
                 blocks_for(m.max_decoder_len, config.block_size),
                 blocks_for(m.max_encoder_len, config.block_size),
             )
+            runner.capture_encoder_graphs(config.max_num_batched_tokens // m.max_encoder_len)
+        graphed = [what for what, on in (("decode", runner.graphs), ("the encoder", m.encoder_graphs)) if on]
         logger.info(
             "KV cache: %d blocks of %d tokens (%.2f GiB): %d requests of full length "
             "(%d encoder + %d decoder positions) fit; attention backend %r%s",
@@ -126,7 +128,7 @@ class Engine:
             m.max_encoder_len,
             m.max_decoder_len,
             runner.backend.name,
-            ", CUDA graphs for decode" if runner.graphs else "",
+            ", CUDA graphs for " + " and ".join(graphed) if graphed else "",
         )
 
     # -- online API ---------------------------------------------------------------------------

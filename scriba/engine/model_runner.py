@@ -15,6 +15,7 @@ import torch
 
 from scriba.engine.cross_attention_weights import cross_attention_weights
 from scriba.engine.cuda_graphs import DecodeGraphs
+from scriba.engine.encoder_graphs import EncoderGraphs
 from scriba.engine.sampler import DeviceSamples, Sample, SampleRow, log_softmax_at, sample_on_device
 from scriba.engine.sequence import PENDING, Sequence, SequenceGroup
 from scriba.engine.staging import HostStaging
@@ -185,6 +186,32 @@ class ModelRunner:
         self.graphs = DecodeGraphs(self.model, self.backend, self.device, *sizes, capture)
         if capture:
             self.graphs.capture_all()
+
+    def capture_encoder_graphs(self, max_windows: int, capture: bool = True) -> bool:
+        """Admitting steps of up to max_windows encoder inputs then replay the torch encoder from
+        CUDA graphs (capture=False: run it eagerly on the same buffers), where the model's inputs
+        have one shape and the backend's encoder attention makes no host sync. Returns whether."""
+        shape = self.model.encoder_input_shape()
+        layers = self.model.model.encoder.layers
+        if shape is None or max_windows < 1 or not layers or getattr(self.model, "encoder_runtime", None):
+            return False
+        if not self.backend.varlen_is_graph_safe(self.dtype, layers[0].self_attn.attn.head_dim) and capture:
+            return False
+        positions = self.model.max_encoder_len
+        graphs = EncoderGraphs(
+            self.model.model.encoder,
+            self.backend,
+            shape,
+            positions,
+            max_windows,
+            self.dtype,
+            self.device,
+            capture,
+        )
+        if capture:
+            graphs.capture_all()
+        self.model.encoder_graphs = graphs
+        return True
 
     @staticmethod
     def bytes_per_block(model, block_size: int, dtype: torch.dtype) -> int:

@@ -18,7 +18,7 @@ from scriba.kernels.kv8 import is_8bit, write_kv_cache_8bit_ref
 from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
 from scriba.kernels.triton_support import HAS_TRITON, require_triton
-from scriba.kernels.varlen_attention import varlen_attention_flash, varlen_attention_ref
+from scriba.kernels.varlen_attention import flash_runs, varlen_attention_flash, varlen_attention_ref
 
 
 class TorchBackend:
@@ -30,6 +30,11 @@ class TorchBackend:
     plans_context_reads = True  # the runner plans `reads` (group_context_reads) once a step
     varlen_attention = staticmethod(varlen_attention_ref)
     paged_decode_attention = staticmethod(paged_decode_attention_ref)
+
+    @staticmethod
+    def varlen_is_graph_safe(dtype: torch.dtype, head_dim: int) -> bool:
+        """Whether `varlen_attention` can run in a CUDA graph: the reference cannot."""
+        return False
 
     @staticmethod
     def load_kernels(kv_cache, kv_scales=None) -> None:
@@ -91,6 +96,11 @@ class TritonBackend(TorchBackend):
 class CudaBackend(TritonBackend):
     name = "cuda"
     varlen_attention = staticmethod(varlen_attention_flash)
+
+    @staticmethod
+    def varlen_is_graph_safe(dtype: torch.dtype, head_dim: int) -> bool:
+        """Whether `varlen_attention` runs a flash kernel here, which a CUDA graph can capture."""
+        return flash_runs(dtype, head_dim, "cuda")
 
 
 BACKENDS = {b.name: b for b in (TorchBackend, NumbaBackend, TritonBackend, CudaBackend)}

@@ -66,6 +66,17 @@ except ImportError:
 FLASH_DTYPES = (torch.float16, torch.bfloat16)
 
 
+def flash_runs(dtype: torch.dtype, head_dim: int, device: torch.device | str) -> bool:
+    """Whether varlen_attention_flash runs a flash kernel for these inputs (no host sync: it can
+    be captured in a CUDA graph), not the reference."""
+    return (
+        dtype in FLASH_DTYPES
+        and torch.device(device).type == "cuda"
+        and head_dim % 8 == 0
+        and head_dim <= 256
+    )
+
+
 def varlen_attention_flash(
     q: torch.Tensor,  # [total_q, heads, head_dim], float16/bfloat16 on CUDA
     k: torch.Tensor,
@@ -81,7 +92,7 @@ def varlen_attention_flash(
     kernel built into PyTorch (the aten op under torch.nn.attention.varlen). Both align the
     causal diagonal bottom-right, as the reference does. float32 goes to the reference."""
     check_varlen_args(q, k, v, cu_seqlens_q, cu_seqlens_k)
-    if q.dtype not in FLASH_DTYPES or q.device.type != "cuda" or q.shape[-1] % 8 or q.shape[-1] > 256:
+    if not flash_runs(q.dtype, q.shape[-1], q.device):
         return varlen_attention_ref(
             q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale, causal
         )

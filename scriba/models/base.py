@@ -15,6 +15,7 @@ class EncoderDecoderModel(nn.Module, metaclass=abc.ABCMeta):
 
     encodes_audio = False  # True: the encoder takes log-mel features, not token ids
     optional_weights: frozenset = frozenset()  # checkpoint tensors that may be missing
+    encoder_graphs = None  # where `encoder_input_shape` is fixed: EncoderGraphs set by the model runner
 
     def __init__(self, config, generation_config=None):
         super().__init__()
@@ -39,6 +40,11 @@ class EncoderDecoderModel(nn.Module, metaclass=abc.ABCMeta):
     @abc.abstractmethod
     def output_projection(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(weight [vocab, d_model], bias [vocab] or None) of the logits."""
+
+    def encoder_input_shape(self) -> tuple[int, ...] | None:
+        """One request's encoder input shape where every request's is the same (Whisper's log-mel
+        window), else None. Such an encoder (run through `encode`) can be replayed from CUDA graphs."""
+        return None
 
     def compile_encoder(self, runtime: str, num_threads: int) -> None:
         """Have `runtime` execute the encoder from now on (EngineConfig.encoder_runtime); called

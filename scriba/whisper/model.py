@@ -105,6 +105,9 @@ class WhisperForConditionalGeneration(EncoderDecoderModel):
         """Feature frames per window: the second convolution halves them into positions."""
         return 2 * self.config.max_source_positions
 
+    def encoder_input_shape(self) -> tuple[int, int]:
+        return (self.num_mel_bins, self.num_frames)
+
     def dummy_encoder_inputs(self, num: int, dtype: torch.dtype, device) -> tuple[torch.Tensor, None]:
         """Silent features for `num` windows (memory profiling): [num, mel_bins, frames]."""
         return torch.zeros(num, self.num_mel_bins, self.num_frames, dtype=dtype, device=device), None
@@ -153,8 +156,17 @@ class WhisperForConditionalGeneration(EncoderDecoderModel):
         if meta.num_encoder_tokens and self.encoder_runtime is not None:
             cross_kv = self.encoder_runtime(encoder_inputs)  # each decoder layer's K/V, made with the states
         elif meta.num_encoder_tokens:
-            encoder_hidden = self.model.encoder(encoder_inputs, meta)
+            encoder_hidden = self.encode(encoder_inputs, meta)
         return self.model.decoder(input_ids, positions, meta, encoder_hidden, cross_kv)
+
+    def encode(self, features: torch.Tensor, meta: AttentionMetadata) -> torch.Tensor:
+        """features [num_requests, mel_bins, num_frames] -> states [num_encoder_tokens, d_model]:
+        the torch encoder, replayed from CUDA graphs where they were captured for this many
+        windows (engine/encoder_graphs.py)."""
+        graphs = self.encoder_graphs
+        if graphs is not None and graphs.fits(features):
+            return graphs.run(features)
+        return self.model.encoder(features, meta)
 
     def write_cross_kv(self, encoder_inputs: torch.Tensor, meta: AttentionMetadata) -> None:
         """A prefill's windows [num_requests, mel_bins, num_frames] through the encoder, and every
@@ -163,7 +175,7 @@ class WhisperForConditionalGeneration(EncoderDecoderModel):
         if self.encoder_runtime is not None:
             per_layer = self.encoder_runtime(encoder_inputs)
         else:
-            hidden = self.model.encoder(encoder_inputs, meta)
+            hidden = self.encode(encoder_inputs, meta)
             per_layer = [layer.encoder_attn.kv_proj(hidden) for layer in self.model.decoder.layers]
         for layer, cross_kv in zip(self.model.decoder.layers, per_layer):
             layer.encoder_attn.write_cross_kv(cross_kv, meta)
