@@ -1,8 +1,8 @@
-"""An encoder of fixed-size inputs (Whisper's 30 s log-mel windows) replayed from CUDA graphs,
+"""An encoder of fixed-size inputs (an audio model's 30 s feature windows) replayed from CUDA graphs,
 one graph per window count.
 
 An admitting step runs the whole encoder over its windows: hundreds of kernel launches per
-layer stack (whisper-large-v3: ~15,000 in the 26 steps that admit 256 windows), which a slow
+layer stack (a 32-layer speech encoder: ~15,000 in the 26 steps that admit 256 windows), which a slow
 host issues more slowly than the GPU runs them (an H100's admission took 2.8 s with its device
 busy 1.6 s). Every window has the same shape, so each count of windows up to what one step
 admits gets one graph; a step's features are copied into the graphs' input buffer. Steps with
