@@ -21,9 +21,9 @@ import torch
 from machine import cpu_name
 from results_file import save_lines
 
+from scriba.kernels.context_reads import group_context_reads
 from scriba.kernels.cpu_paged_attention import paged_decode_attention_cpu
 from scriba.kernels.kv_cache import new_kv_cache
-from scriba.kernels.context_reads import group_context_reads
 from scriba.kernels.paged_attention import paged_decode_attention_ref
 
 POSITIONS, BLOCK, DIM, LAYERS = 1500, 16, 64, 4

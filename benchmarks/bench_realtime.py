@@ -27,7 +27,6 @@ import sys
 import time
 
 import numpy as np
-
 from results_file import save_lines
 from wer import wer as word_error_rate
 

@@ -27,13 +27,13 @@ import torch
 from machine import cpu_name
 
 import scriba
-from scriba.transcription import file as file_transcription
-from scriba.transcription import window_decoder
 from scriba.engine import model_runner
 from scriba.engine.sequence import SequenceStatus
 from scriba.kernels.metadata import AttentionType
 from scriba.models.layers import Attention
 from scriba.runtime.loops import get_engine
+from scriba.transcription import file as file_transcription
+from scriba.transcription import window_decoder
 from scriba.transcription.engine_settings import speech_config
 from scriba.whisper import log_mel
 

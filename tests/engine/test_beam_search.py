@@ -7,7 +7,6 @@ from tiny_models import EOS, PAD
 
 from scriba import Engine, SamplingParams
 
-
 # beam width, length penalty, early stopping, no-repeat n-gram, return sequences, min / max new tokens
 SETTINGS = [
     dict(

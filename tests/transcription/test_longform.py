@@ -4,9 +4,9 @@ import pytest
 
 from scriba.transcription.guards import Guards, drop_hallucinations, is_anomaly
 from scriba.transcription.options import TranscribeOptions
+from scriba.transcription.results import Segment, WindowResult, Word
 from scriba.transcription.segmenting import coverage, split_segments
 from scriba.transcription.windows import SpeechMap, pack_windows, sequential_window, tail_window
-from scriba.transcription.results import Segment, WindowResult, Word
 
 SR = 16000
 TS = 1000  # timestamp_begin of a toy vocabulary: token TS + k is k * 0.02 s

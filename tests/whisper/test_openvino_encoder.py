@@ -100,7 +100,6 @@ def test_transcription_on_the_cpu_runs_the_encoder_in_openvino_with_int8():
 
 def test_the_command_line_passes_the_runtime_on():
     from scriba.app.cli.engine_options import engine_options
-
     from scriba.app.cli.main import build_parser
 
     asked = build_parser().parse_args(["transcribe", "a.wav", "--encoder-runtime", "torch"])
