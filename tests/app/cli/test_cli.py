@@ -128,20 +128,32 @@ def test_summarize_a_transcript_json_with_sections(tiny_bart, tmp_path):
 
 
 def test_transcribe_in_the_cpu_modes():
-    """--quantization int8 and --dtype bfloat16, with --threads, and the int8 default with a
-    bfloat16, fp8 or int8 KV cache or the decoder's steps in torch give jfk's words; a KV cache
-    dtype or a decoder runtime that does not fit is one line."""
+    """Every CPU mode's options reach the engine (parsed here; what each mode does is tested
+    in-process: test_quantize, test_kv8_cache, test_decoder_step), two runs of them combined give
+    jfk's words as a user runs them, and a KV cache dtype or a decoder runtime that does not fit
+    is one line."""
     from oracle import JFK_WORDS, words
 
-    modes = (
-        ["--quantization", "int8", "--threads", "1"],
-        ["--dtype", "bfloat16"],
-        ["--kv-cache-dtype", "bfloat16"],
-        ["--kv-cache-dtype", "fp8"],
-        ["--kv-cache-dtype", "int8"],
-        ["--decoder-runtime", "torch"],
+    from scriba.app.cli.engine_options import engine_options
+    from scriba.app.cli.main import build_parser
+
+    modes = {
+        ("--quantization", "int8", "--threads", "1"): dict(quantization="int8", num_threads=1),
+        ("--dtype", "bfloat16"): dict(dtype="bfloat16"),
+        ("--kv-cache-dtype", "bfloat16"): dict(kv_cache_dtype="bfloat16"),
+        ("--kv-cache-dtype", "fp8"): dict(kv_cache_dtype="fp8"),
+        ("--kv-cache-dtype", "int8"): dict(kv_cache_dtype="int8"),
+        ("--decoder-runtime", "torch"): dict(decoder_runtime="torch"),
+    }
+    parser = build_parser()
+    for options, expected in modes.items():
+        asked = engine_options(parser.parse_args(["transcribe", JFK, *options]))
+        assert {k: asked.get(k) for k in expected} == expected, options
+    runs = (
+        ["--quantization", "int8", "--threads", "1", "--kv-cache-dtype", "fp8"],
+        ["--dtype", "bfloat16", "--kv-cache-dtype", "bfloat16", "--decoder-runtime", "torch"],
     )
-    for options in modes:
+    for options in runs:
         result = scriba("transcribe", JFK, "--device", "cpu", *options)
         assert result.returncode == 0, result.stderr
         assert words(result.stdout) == JFK_WORDS
@@ -192,12 +204,11 @@ def test_one_file_printed_as_decoded_equals_the_file_written_whole(tmp_path):
 
     path = tmp_path / "three.wav"
     sf.write(path, np.concatenate([load_audio(JFK)] * 3), 16000)
-    for fmt in ("srt", "vtt"):
-        printed = scriba("transcribe", str(path), "--format", fmt)
-        written = scriba("transcribe", str(path), "--format", fmt, "--output-dir", str(tmp_path))
-        assert printed.returncode == written.returncode == 0, printed.stderr + written.stderr
-        assert printed.stdout == (tmp_path / f"three.{fmt}").read_text()
-        assert printed.stdout.count(" --> ") >= 3
+    printed = scriba("transcribe", str(path), "--format", "srt")  # (the formats: test_writers.py)
+    written = scriba("transcribe", str(path), "--format", "srt", "--output-dir", str(tmp_path))
+    assert printed.returncode == written.returncode == 0, printed.stderr + written.stderr
+    assert printed.stdout == (tmp_path / "three.srt").read_text()
+    assert printed.stdout.count(" --> ") >= 3
 
 
 def test_serve_without_the_server_extra_says_how_to_get_it():
