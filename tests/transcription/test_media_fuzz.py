@@ -120,7 +120,7 @@ def _intact_clips(clips):
 
 # No shrinking: a failing case is reported as found, and CI's time stays bounded.
 @settings(
-    max_examples=60,
+    max_examples=30,
     deadline=None,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=list(HealthCheck),

@@ -282,7 +282,7 @@ def test_async_scheduling_gives_the_same_transcript(jfk):
     that, so a near-tie may turn (the next test: where the rows stay the same)."""
     rng = np.random.default_rng(1)
     parts = []
-    for _ in range(4):
+    for _ in range(2):
         parts += [jfk, np.zeros(int(16000 * rng.uniform(0.3, 1.5)), np.float32)]
     audio = (np.concatenate(parts + [jfk, jfk[: 16000 * 3], jfk]), 16000)
     options = dict(word_timestamps=True, decoder_runtime="torch")
@@ -290,7 +290,7 @@ def test_async_scheduling_gives_the_same_transcript(jfk):
     sync, fed = ([(s.text, s.start, s.end, s.temperature) for s in r.segments] for r in runs)
     assert fed == sync and {t for *_, t in sync} != {0.0}  # a window fell back to sampling
     words = [[(w.word, w.start, w.end) for s in r.segments for w in s.words] for r in runs]
-    assert words[1] == words[0] and len(words[0]) > 100
+    assert words[1] == words[0] and len(words[0]) > 60
 
 
 def test_async_scheduling_gives_the_same_transcript_in_the_numba_step(jfk, monkeypatch):
