@@ -30,10 +30,10 @@ EXACT = ["--dtype", "float32"]
 
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory):
-    """A folder of 12 clips (6 cuts x 2 gains, 3 formats) and a broken .wav."""
+    """A folder of 6 clips (6 cuts, 2 gains, 3 formats) and a broken .wav."""
     folder = tmp_path_factory.mktemp("clips")
     audio, rate = sf.read(JFK, dtype="float32")
-    for k, ((start, end), gain) in enumerate((c, g) for g in (1.0, 0.6) for c in CUTS):
+    for k, ((start, end), gain) in enumerate((c, (1.0, 0.6)[k % 2]) for k, c in enumerate(CUTS)):
         fmt, subtype = FORMATS[k % 3]
         piece = gain * audio[int(start * rate) : int(end * rate)]
         sf.write(folder / f"clip{k:02d}.{fmt}", piece, rate, subtype=subtype)
@@ -93,7 +93,7 @@ def test_a_folder_gives_one_row_per_file_and_a_rerun_does_only_what_is_left(clip
     manifest = tmp_path / "files.txt"
     manifest.write_text("# the folder again, as a manifest\n" + "\n".join(sorted(expected) + [broken]) + "\n")
     err = batch(manifest, "--output", out, "--workers", 2)
-    assert "3 files in" in err and "10 already done" in err
+    assert "3 files in" in err and "4 already done" in err
     rows = read_rows(str(out))
     assert_rows_match(rows, expected, broken)
     untouched = lost + [broken]
