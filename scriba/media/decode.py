@@ -92,6 +92,10 @@ def _audio_stream(container, name: str):
     stream = container.streams.audio[0]
     context = stream.codec_context
     if context is None or not getattr(context, "codec", None):
+        if "mp4" in container.format.name and not len(stream.index_entries):
+            # An MP4 describes its codec in the sample table; none at all means the file was cut
+            # (or damaged) before it, not a codec this build lacks (that file still has its table).
+            raise unreadable(name, "mp4")
         raise UnsupportedCodec(f"{name} uses a codec this build of FFmpeg cannot decode")
     check_header(name, context.sample_rate or 0, context.channels or 0)
     return stream

@@ -81,6 +81,34 @@ def test_each_category_names_the_file(tmp_path):
         assert "\n" not in str(decoding.value) and str(tmp_path) not in str(decoding.value)
 
 
+def aac_in_mp4(seconds: float = 4.0) -> bytes:
+    import av
+
+    t = np.arange(int(16000 * seconds)) / 16000
+    out = io.BytesIO()
+    with av.open(out, "w", format="ipod") as container:
+        stream = container.add_stream("aac", rate=16000)
+        stream.layout = "mono"
+        wave = (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32).reshape(1, -1)
+        frame = av.AudioFrame.from_ndarray(wave, format="fltp", layout="mono")
+        frame.sample_rate = 16000
+        for packet in [*stream.encode(frame), *stream.encode(None)]:
+            container.mux(packet)
+    return out.getvalue()
+
+
+def test_an_mp4_cut_before_its_sample_table_is_damaged_not_an_unknown_codec(tmp_path):
+    """FFmpeg's encoder writes the moov box last; a cut before its sample description leaves a
+    stream with no codec and no samples: the file is truncated (the fuzz test found it called an
+    unsupported codec)."""
+    whole = aac_in_mp4()
+    path = written(tmp_path, "cut.m4a", whole[: whole.index(b"stsd") - 4])
+    for read in (lambda: probe_duration(path, "cut.m4a"), lambda: load_audio(path, name="cut.m4a")):
+        with pytest.raises(DamagedAudio, match="^cut.m4a is truncated or corrupt: it starts as mp4"):
+            read()
+    assert len(load_audio(written(tmp_path, "whole.m4a", whole))) == 4 * 16000 + 1536  # AAC's padding
+
+
 def test_a_header_claiming_more_than_its_file_holds(tmp_path):
     flac = bytearray(encoded("FLAC"))
     bits = int.from_bytes(flac[18:26], "big") | ((1 << 36) - 1)  # 2^36 - 1 samples: 1,193 hours
