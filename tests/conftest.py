@@ -1,8 +1,14 @@
 import os
 import sys
 
-import pytest
-import torch
+# Under pytest-xdist (CI runs two workers on two cores) each worker computes on one thread: two
+# workers of two threads each on two cores would contend. Set before torch is first imported.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 # Without a GPU the Triton kernels run in Triton's interpreter on CPU tensors. It must be
 # chosen before any kernel is defined, so before scriba is imported.
@@ -12,6 +18,36 @@ if not torch.cuda.is_available():
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "support"))
 
 from tiny_models import make_tiny_model  # noqa: E402
+
+# How CI runs the suite on two cores (the README's test command): two pytest-xdist workers take the
+# modules not marked `alone`, then one process runs the `alone` ones with the machine to themselves.
+# Alone: what keeps real time (a browser's fake microphone, live chunks, a hang-up's deadline, the
+# docs' servers on fixed ports), where a second worker on the other core starves it.
+ALONE = (
+    "tests/app/ui/test_ui_browser.py",
+    "tests/app/server/test_server.py",
+    "tests/transcription/test_live.py",
+    "tests/docs/",
+)
+# Modules that start a local Ray share one worker: two Ray clusters on two cores starve each other.
+ONE_WORKER = {"ray": ("tests/app/cluster/",)}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "alone: keeps real time; CI runs it without a second worker")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Marks ALONE's tests `alone`; for `--dist loadgroup`, every module is one group (its module
+    fixtures built once per run) and the modules of ONE_WORKER's groups share a worker."""
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        if path.startswith(ALONE):
+            item.add_marker(pytest.mark.alone)
+        group = next((g for g, prefixes in ONE_WORKER.items() if path.startswith(prefixes)), path)
+        item.add_marker(pytest.mark.xdist_group(group))
+
 
 if torch.cuda.is_available() and os.environ.get("SCRIBA_TEST_FLOAT32") == "1":
     # The parity tests on a GPU's path (flash prefill, Triton, CUDA graphs): engines that leave
