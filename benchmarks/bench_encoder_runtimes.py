@@ -79,10 +79,12 @@ def torch_int8(name: str, features: np.ndarray, calls: int) -> None:
     engine = Engine(name, device="cpu", quantization="int8", encoder_runtime="torch", num_kv_blocks=8)
     positions = features.shape[-1] // 2
     bounds = torch.tensor([0, positions], dtype=torch.int32)
-    fields = {f: None for f in AttentionMetadata.__dataclass_fields__}
-    meta = AttentionMetadata(**{**fields, "backend": engine.runner.backend, "num_encoder_tokens": positions,
-                                "encoder_cu_seqlens": bounds, "encoder_max_seqlen": positions,
-                                "num_prefill_tokens": 0, "num_decode_tokens": 0})  # fmt: skip
+    meta = AttentionMetadata(
+        engine.runner.backend,
+        num_encoder_tokens=positions,
+        encoder_cu_seqlens=bounds,
+        encoder_max_seqlen=positions,
+    )
     x = torch.from_numpy(features)
     encoder = engine.model.model.encoder
     with torch.inference_mode():

@@ -60,20 +60,10 @@ class DecodeGraphs:
     def _meta(self, batch: int) -> AttentionMetadata:
         return AttentionMetadata(
             backend=self.backend,
-            num_encoder_tokens=0,
-            encoder_cu_seqlens=None,
-            encoder_max_seqlen=0,
-            num_prefill_tokens=0,
             num_decode_tokens=batch,
-            prefill_cu_seqlens=None,
-            prefill_max_seqlen=0,
             slot_mapping=self.slot_mapping[:batch],
             decode_block_tables=self.self_tables[:batch],
             decode_seq_lens=self.self_lens[:batch],
-            cross_slot_mapping=None,
-            cross_cu_seqlens_k=None,
-            cross_kv_index=None,
-            cross_max_seqlen_k=0,
             cross_block_tables=self.cross_tables[:batch],
             cross_seq_lens=self.cross_lens[:batch],
         )

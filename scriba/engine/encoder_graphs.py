@@ -56,19 +56,6 @@ class EncoderGraphs:
             num_encoder_tokens=windows * self.positions,
             encoder_cu_seqlens=self.cu_seqlens[: windows + 1],
             encoder_max_seqlen=self.positions,
-            num_prefill_tokens=0,
-            num_decode_tokens=0,
-            prefill_cu_seqlens=None,
-            prefill_max_seqlen=0,
-            slot_mapping=None,
-            decode_block_tables=None,
-            decode_seq_lens=None,
-            cross_slot_mapping=None,
-            cross_cu_seqlens_k=None,
-            cross_kv_index=None,
-            cross_max_seqlen_k=0,
-            cross_block_tables=None,
-            cross_seq_lens=None,
         )
 
     def _forward(self, windows: int) -> torch.Tensor:  # [windows * positions, d_model]

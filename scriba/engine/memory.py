@@ -86,18 +86,12 @@ def run_largest_step(runner, max_num_seqs: int, max_num_batched_tokens: int) -> 
         encoder_cu_seqlens=cu_enc,
         encoder_max_seqlen=enc_len,
         num_prefill_tokens=num,
-        num_decode_tokens=0,
         prefill_cu_seqlens=cu_dec,
         prefill_max_seqlen=1,
         slot_mapping=zeros(num),
-        decode_block_tables=None,
-        decode_seq_lens=None,
         cross_slot_mapping=zeros(num * enc_len),
         cross_cu_seqlens_k=cu_enc,
-        cross_kv_index=None,
         cross_max_seqlen_k=enc_len,
-        cross_block_tables=None,
-        cross_seq_lens=None,
     )
     ops = [op for layer in model.decoder_attention_layers() for op in layer]
     saved = [(op.kv_cache, op.kv_scales) for op in ops]

@@ -23,26 +23,30 @@ class AttentionType(enum.Enum):
 
 @dataclass
 class AttentionMetadata:
+    """What one forward pass attends over. A field left at its default (0 or None) says the step
+    has nothing of that kind: an encoder-only pass names the encoder's fields, a graph's decode
+    step the decode ones."""
+
     backend: Any  # an attention backend (kernels/backend.py)
     # Encoder: the requests that prefill this step.
-    num_encoder_tokens: int
-    encoder_cu_seqlens: torch.Tensor | None  # [num_prefill_groups + 1]
-    encoder_max_seqlen: int
+    num_encoder_tokens: int = 0
+    encoder_cu_seqlens: torch.Tensor | None = None  # [num_prefill_groups + 1]
+    encoder_max_seqlen: int = 0
     # Decoder self-attention.
-    num_prefill_tokens: int
-    num_decode_tokens: int
-    prefill_cu_seqlens: torch.Tensor | None  # [num_prefill_seqs + 1]
-    prefill_max_seqlen: int
-    slot_mapping: torch.Tensor  # [num_decoder_tokens] flat slot (block * block_size + offset)
-    decode_block_tables: torch.Tensor | None  # [num_decode_seqs, max_blocks], padded with 0
-    decode_seq_lens: torch.Tensor | None  # [num_decode_seqs], context length incl. the new token
+    num_prefill_tokens: int = 0
+    num_decode_tokens: int = 0
+    prefill_cu_seqlens: torch.Tensor | None = None  # [num_prefill_seqs + 1]
+    prefill_max_seqlen: int = 0
+    slot_mapping: torch.Tensor | None = None  # [num_decoder_tokens] flat slot (block * block_size + offset)
+    decode_block_tables: torch.Tensor | None = None  # [num_decode_seqs, max_blocks], padded with 0
+    decode_seq_lens: torch.Tensor | None = None  # [num_decode_seqs], context length incl. the new token
     # Cross-attention.
-    cross_slot_mapping: torch.Tensor | None  # [num_encoder_tokens]
-    cross_cu_seqlens_k: torch.Tensor | None  # [num_prefill_seqs + 1], over the K/V rows below
-    cross_kv_index: torch.Tensor | None  # rows of the encoder K/V per prefill seq; None = as packed
-    cross_max_seqlen_k: int
-    cross_block_tables: torch.Tensor | None  # [num_decode_seqs, max_cross_blocks]
-    cross_seq_lens: torch.Tensor | None  # [num_decode_seqs], encoder lengths
+    cross_slot_mapping: torch.Tensor | None = None  # [num_encoder_tokens]
+    cross_cu_seqlens_k: torch.Tensor | None = None  # [num_prefill_seqs + 1], over the K/V rows below
+    cross_kv_index: torch.Tensor | None = None  # rows of the encoder K/V per prefill seq; None = as packed
+    cross_max_seqlen_k: int = 0
+    cross_block_tables: torch.Tensor | None = None  # [num_decode_seqs, max_cross_blocks]
+    cross_seq_lens: torch.Tensor | None = None  # [num_decode_seqs], encoder lengths
     # How the torch path reads the paged contexts (see context_reads.group_context_reads),
     # grouped once per step on the host; None: grouped by the op itself, or not needed (Triton).
     decode_reads: Any = None
