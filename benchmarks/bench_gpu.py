@@ -39,6 +39,7 @@ from transformers import (
 )
 
 from scriba import Engine, SamplingParams
+from scriba.kernels import backend as backends
 from scriba.kernels import paged_decode_plan
 from scriba.kernels.varlen_attention import varlen_attention_flash, varlen_attention_ref
 
@@ -314,7 +315,15 @@ VARIANTS = {
     "fp8-sync": ("off", "fp8"),
     "int8": ("on", "int8"),
 }
-# A variant named with the suffix "-eager-encoder" runs the encoder without its CUDA graphs.
+# Suffixes: "-eager-encoder" runs the encoder without its CUDA graphs; "-packed-encoder" its
+# attention as packed varlen flash (the kernel before equal_length_attention), not dense SDPA.
+SUFFIXES = ("+launch", "-eager-encoder", "-packed-encoder")
+
+
+def base_variant(name: str) -> str:
+    for suffix in SUFFIXES:
+        name = name.replace(suffix, "")
+    return name
 
 
 def variants(args) -> list[tuple[str, str, str]]:
@@ -322,7 +331,7 @@ def variants(args) -> list[tuple[str, str, str]]:
     if not args.variants:
         return [("", args.async_scheduling, args.kv_cache_dtype)]
     names = args.variants.split(",")
-    base = {n: n.removesuffix("+launch").removesuffix("-eager-encoder") for n in names}
+    base = {n: base_variant(n) for n in names}
     unknown = [n for n in names if base[n] not in VARIANTS]
     if unknown:
         raise SystemExit(f"unknown --variants {unknown}; choose from {sorted(VARIANTS)}")
@@ -364,9 +373,17 @@ def run_variants(args, folder, prompts) -> list[tuple[str, str, tuple, list[list
         paged_decode_plan.LAUNCH.update({**default_launch, **launch})
         log(f"({label or 'scriba'}) paged decode launch: {paged_decode_plan.LAUNCH}")
         graphs = "-eager-encoder" not in label
-        wall, step, host, split, tokens = run_scriba(
-            args, folder, prompts, async_scheduling, kv_cache_dtype, graphs
-        )
+        dense = backends.CudaBackend.encoder_attention
+        if "-packed-encoder" in label:  # TorchBackend's rule on this backend: packed varlen flash
+            backends.CudaBackend.encoder_attention = classmethod(
+                backends.TorchBackend.encoder_attention.__func__
+            )
+        try:
+            wall, step, host, split, tokens = run_scriba(
+                args, folder, prompts, async_scheduling, kv_cache_dtype, graphs
+            )
+        finally:
+            backends.CudaBackend.encoder_attention = dense
         results.append((label, kv_cache_dtype, (wall, step, host, split), tokens))
     return results
 

@@ -3,9 +3,11 @@
 #   bash benchmarks/gpu_checklist.sh [stage ...]
 #   stages: env kernels engine async suite whisper bart tune big sync fp8 big-sync big-fp8 variants variants64 syncs
 #           encgraphs (the encoder's CUDA graphs on and off, each twice, alternating)
+#           encattn (the encoder's attention kernels alone) densevspacked (the encoder's attention as
+#           dense SDPA, cuDNN first, against packed varlen flash, each twice, alternating)
 #           launch256 launch64 (after tune: its fastest launch, /tmp/best_launch.json, against the default)
-# The next lent GPU: env kernels encgraphs variants (about 8 minutes): session 21's encoder graphs,
-# whose first timed pass measured slower and profiled pass faster than the eager encoder.
+# The next lent GPU: env kernels densevspacked variants (about 8 minutes): session 22's dense
+# encoder attention (cuDNN 1.33-1.46x flash alone), not yet run in the engine on a GPU.
 # Each stage has its own time limit, so one failure or hang leaves the others' results.
 set -u
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
@@ -28,6 +30,8 @@ for stage in $stages; do
     variants) run variants 240 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants async,sync,fp8 --profile-admission --out "$OUT/gpu_whisper_b256_variants.txt" ;;
     variants64) run variants64 200 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --profile --variants async,sync,fp8 --out "$OUT/gpu_whisper_b64_variants.txt" ;;
     encgraphs) run encgraphs 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile-admission --variants async-eager-encoder,async,async-eager-encoder,async --out "$OUT/gpu_whisper_b256_encoder_graphs.txt" ;;
+    encattn) run encattn 120 python3 benchmarks/bench_encoder_attention_gpu.py --out "$OUT/encoder_attention.txt" ;;
+    densevspacked) run densevspacked 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile-admission --variants async-packed-encoder,async,async-packed-encoder,async --out "$OUT/gpu_whisper_b256_dense_encoder_attention.txt" ;;
     syncs) run syncs 120 bash -c 'cd benchmarks && python3 find_gpu_syncs.py --batch 16 && python3 find_gpu_syncs.py --batch 16 --async-scheduling off' ;;
     suite) SCRIBA_TEST_FLOAT32=1 run suite 300 python3 -m pytest -q -p no:cacheprovider tests/engine tests/models -k "not off_on_the_cpu" ;;
     whisper) run whisper 300 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --profile --out "$OUT/gpu_whisper_b64.txt" ;;

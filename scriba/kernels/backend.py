@@ -18,7 +18,12 @@ from scriba.kernels.kv8 import is_8bit, write_kv_cache_8bit_ref
 from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
 from scriba.kernels.triton_support import HAS_TRITON, require_triton
-from scriba.kernels.varlen_attention import flash_runs, varlen_attention_flash, varlen_attention_ref
+from scriba.kernels.varlen_attention import (
+    equal_length_attention,
+    flash_runs,
+    varlen_attention_flash,
+    varlen_attention_ref,
+)
 
 
 class TorchBackend:
@@ -35,6 +40,12 @@ class TorchBackend:
     def varlen_is_graph_safe(dtype: torch.dtype, head_dim: int) -> bool:
         """Whether `varlen_attention` can run in a CUDA graph: the reference cannot."""
         return False
+
+    @classmethod
+    def encoder_attention(cls, q, k, v, meta, scale: float) -> torch.Tensor:
+        """The encoder's non-causal attention over the step's packed sequences: [tokens, heads, dim]."""
+        cu, n = meta.encoder_cu_seqlens, meta.encoder_max_seqlen
+        return cls.varlen_attention(q, k, v, cu, cu, n, n, scale, causal=False)
 
     @staticmethod
     def load_kernels(kv_cache, kv_scales=None) -> None:
@@ -101,6 +112,14 @@ class CudaBackend(TritonBackend):
     def varlen_is_graph_safe(dtype: torch.dtype, head_dim: int) -> bool:
         """Whether `varlen_attention` runs a flash kernel here, which a CUDA graph can capture."""
         return flash_runs(dtype, head_dim, "cuda")
+
+    @classmethod
+    def encoder_attention(cls, q, k, v, meta, scale: float) -> torch.Tensor:
+        """Windows of one length (an audio encoder's) as dense attention, where cuDNN's kernel
+        runs (equal_length_attention); otherwise packed, as TorchBackend's."""
+        if meta.encoder_equal_len and flash_runs(q.dtype, q.shape[-1], q.device):
+            return equal_length_attention(q, k, v, meta.encoder_equal_len, scale)
+        return super().encoder_attention(q, k, v, meta, scale)
 
 
 BACKENDS = {b.name: b for b in (TorchBackend, NumbaBackend, TritonBackend, CudaBackend)}

@@ -32,6 +32,7 @@ class AttentionMetadata:
     num_encoder_tokens: int = 0
     encoder_cu_seqlens: torch.Tensor | None = None  # [num_prefill_groups + 1]
     encoder_max_seqlen: int = 0
+    encoder_equal_len: int = 0  # the length all encoder sequences share (audio windows), else 0
     # Decoder self-attention.
     num_prefill_tokens: int = 0
     num_decode_tokens: int = 0

@@ -62,9 +62,7 @@ class Attention(nn.Module):
             k = k.view(-1, self.num_heads, self.head_dim)
             v = v.view(-1, self.num_heads, self.head_dim)
         if self.attn_type is AttentionType.ENCODER:
-            cu = meta.encoder_cu_seqlens
-            n = meta.encoder_max_seqlen
-            return ops.varlen_attention(q, k, v, cu, cu, n, n, self.scale, causal=False).flatten(1)
+            return ops.encoder_attention(q, k, v, meta, self.scale).flatten(1)
 
         num_prefill = meta.num_prefill_tokens
         parts = []  # prefill rows, then decode rows: a step of one kind returns its op's output as is

@@ -22,9 +22,13 @@ def test_variants_run_on_the_same_weights_and_compare_tokens(tmp_path):
     out = tmp_path / "variants.txt"
     bench_gpu.LINES.clear()
     argv = ["--tiny", "--device", "cpu", "--batch", "3", "--new-tokens", "5", "--models", "whisper"]
-    bench_gpu.main([*argv, "--skip-transformers", "--variants", "async,sync,fp8", "--out", str(out)])
+    dense = bench_gpu.backends.CudaBackend.encoder_attention
+    variants = "async,sync-packed-encoder,fp8"
+    bench_gpu.main([*argv, "--skip-transformers", "--variants", variants, "--out", str(out)])
     report = out.read_text()
     assert "## tiny Whisper (async)" in report and "## tiny Whisper (fp8)" in report
+    assert "## tiny Whisper (sync-packed-encoder)" in report
+    assert bench_gpu.backends.CudaBackend.encoder_attention == dense  # the variant's patch undone
     # scheduling changes no token; tiny random weights keep fp8's argmax too
     assert report.count("greedy tokens identical to (async): 3/3 sequences") == 2
     assert report.count("Scriba's steps (host time of each step() call): 1 admitting steps") == 3
