@@ -88,8 +88,8 @@ def equal_length_attention(
     """Non-causal attention over packed sequences of one length (an audio encoder's windows) as
     dense SDPA over [sequences, heads, length, head_dim] views, no copy in. With one length the
     dense kernels apply, and on CUDA cuDNN's fused attention comes first: on an H100 it measured
-    1.33-1.46x PyTorch's flash kernel at Whisper large's shape (20 heads x 1,500 x 64, 1 and 10
-    windows; benchmarks/results/encoder_attention_h100.txt), captured in CUDA graphs alike."""
+    1.17x and 1.33x PyTorch's flash kernel at Whisper large's shape (20 heads x 1,500 x 64, 1 and
+    10 windows; benchmarks/results/encoder_attention_h100.txt), captured in CUDA graphs alike."""
     if q.dim() != 3 or k.shape != q.shape or v.shape != q.shape or q.shape[0] % length:
         raise ValueError(
             f"q, k, v must be [sequences * {length}, heads, head_dim] alike, got "
@@ -97,8 +97,9 @@ def equal_length_attention(
         )
     heads, head_dim = q.shape[1:]
     dense = [t.view(-1, length, heads, head_dim).transpose(1, 2) for t in (q, k, v)]
-    backends = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
-    with sdpa_kernel(backends + [SDPBackend.MATH], set_priority=True):
+    # cuDNN, else flash (which runs wherever flash_runs says); never the memory-efficient kernel
+    backends = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]
+    with sdpa_kernel(backends, set_priority=True):
         out = F.scaled_dot_product_attention(*dense, scale=scale)
     return out.transpose(1, 2).reshape(q.shape)
 
