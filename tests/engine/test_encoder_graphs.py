@@ -65,3 +65,28 @@ def test_the_engine_keeps_its_tokens_with_the_encoder_graphs(tiny_whispers):
     assert sum(replays) == 3
     model.encoder_graphs = None
     assert [o.outputs[0].token_ids for o in engine.generate(prompts, params)] == with_graphs
+
+
+def test_the_step_names_the_length_its_encoder_sequences_share(monkeypatch, tiny_bart, tiny_whispers):
+    """AttentionMetadata.encoder_equal_len, which sends a GPU's encoder to dense attention: every
+    audio window's length; for text, the prompts' length when a step's prompts share it, else 0."""
+    from scriba.kernels import backend as backends
+
+    seen = []
+    packed = backends.TorchBackend.encoder_attention.__func__
+
+    def spy(cls, q, k, v, meta, scale):
+        seen.append((meta.encoder_equal_len, meta.encoder_max_seqlen))
+        return packed(cls, q, k, v, meta, scale)
+
+    monkeypatch.setattr(backends.TorchBackend, "encoder_attention", classmethod(spy))
+    whisper = Engine(tiny_whispers["english"][0], device="cpu", num_kv_blocks=300)
+    clips = [{"audio": (synthetic_clip(s, seed), 16000)} for seed, s in enumerate([2.0, 5.0])]
+    whisper.generate(clips, SamplingParams(max_tokens=2))
+    windows = whisper.runner.model.max_encoder_len
+    assert seen and set(seen) == {(windows, windows)}
+    seen.clear()
+    bart = Engine(tiny_bart[0], device="cpu", num_kv_blocks=100)
+    for prompts in ([[0, 5, 6, 7, 2], [0, 8, 9, 2]], [[0, 5, 6, 2], [0, 8, 9, 2]]):  # each one step
+        bart.generate([{"prompt_token_ids": p} for p in prompts], SamplingParams(max_tokens=2))
+    assert list(dict.fromkeys(seen)) == [(0, 5), (4, 4)]  # per step, each encoder layer alike
