@@ -33,7 +33,17 @@ def corpus(folder: str, copies: int) -> list[str]:
 
 def run_job(folder: str, out: str, workers: int, files_per_batch: int) -> tuple[float, float, int]:
     """(whole seconds, seconds to the first row, rows)."""
-    command = [sys.executable, "-m", "scriba.app.cli.main", "batch", folder, "-o", out, "--workers", str(workers)]
+    command = [
+        sys.executable,
+        "-m",
+        "scriba.app.cli.main",
+        "batch",
+        folder,
+        "-o",
+        out,
+        "--workers",
+        str(workers),
+    ]
     command += ["--files-per-batch", str(files_per_batch)]
     start, first = time.perf_counter(), None
     job = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

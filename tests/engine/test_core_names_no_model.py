@@ -20,9 +20,20 @@ def test_imports_run_one_way():
     """app -> transcription | summarization -> runtime -> whisper -> engine -> models -> kernels,
     media below whisper: no module imports a package above its own, and the two pipelines do
     not import each other (the registry names model families as strings, imported late)."""
-    order = ["app", "transcription|summarization", "runtime", "whisper", "media", "engine", "models", "kernels"]
+    order = [
+        "app",
+        "transcription|summarization",
+        "runtime",
+        "whisper",
+        "media",
+        "engine",
+        "models",
+        "kernels",
+    ]
     levels = [level.split("|") for level in order]
-    banned = {pkg: [p for upper in levels[:i] for p in upper] for i, level in enumerate(levels) for pkg in level}
+    banned = {
+        pkg: [p for upper in levels[:i] for p in upper] for i, level in enumerate(levels) for pkg in level
+    }
     banned["transcription"].append("summarization")
     banned["summarization"].append("transcription")
     banned["media"] += ["engine", "models", "kernels"]  # audio decoding needs no model

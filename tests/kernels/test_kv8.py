@@ -83,7 +83,14 @@ def test_the_triton_decode_kernel_reads_8bit_as_the_reference(dtype, splits, hea
     q = torch.randn(3, HEADS, DIM, generator=torch.Generator().manual_seed(2)).to(DEVICE)
     ref = paged_decode_attention_ref(q, cache, tables, lengths, 0.125, kv_scales=scales)
     got = paged_decode_attention_triton(
-        q, cache, tables, lengths, 0.125, num_splits=splits, kv_scales=scales, launch=dict(heads_first=heads_first)
+        q,
+        cache,
+        tables,
+        lengths,
+        0.125,
+        num_splits=splits,
+        kv_scales=scales,
+        launch=dict(heads_first=heads_first),
     )
     # float32 sums in another order, over keys up to ~1,000 (a head's scores up to ~1e4)
     torch.testing.assert_close(got, ref, atol=5e-4, rtol=1e-3)

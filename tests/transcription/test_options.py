@@ -108,7 +108,9 @@ def test_faster_whispers_options_as_flags(command):
 
 
 def test_faster_whispers_other_names_say_scribas():
-    with pytest.raises(TypeError, match="without_timestamps is faster-whisper's name; Scriba's: timestamps=False"):
+    with pytest.raises(
+        TypeError, match="without_timestamps is faster-whisper's name; Scriba's: timestamps=False"
+    ):
         TranscribeOptions.build(without_timestamps=True)
     with pytest.raises(TypeError, match="Scriba's: logprob_threshold"):
         TranscribeOptions.build(log_prob_threshold=-1.0)

@@ -1,7 +1,6 @@
 """Progress as transcribe() reports it: stages in order, a count that only grows, and windows
 counted in part while they decode (the bar moves before the end)."""
 
-
 import numpy as np
 import paths
 

@@ -2,7 +2,6 @@
 transformers' return_token_timestamps on the same weights (real tiny.en on jfk.flac, tiny random
 configs), words through transcribe()."""
 
-
 import numpy as np
 import paths
 import pytest

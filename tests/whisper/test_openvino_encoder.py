@@ -2,7 +2,6 @@
 encoder on the same weights in each precision, window by window, and in the engine on real
 speech (the words of jfk.flac), with its settings checked once."""
 
-
 import paths
 import pytest
 import torch

@@ -1,6 +1,5 @@
 """The bundled real tiny.en (CTranslate2 format): our reader, transformers, and Scriba agree."""
 
-
 import paths
 import pytest
 import torch

@@ -128,7 +128,6 @@ def test_transcribe_an_upload(page, shoot, tiny_bart):
 
     import scriba
 
-
     page.locator("input[type=file]").first.set_input_files(JFK)
     page.wait_for_timeout(1500)  # the audio component loads the file
     page.click("#transcribe-button")
@@ -222,7 +221,9 @@ def summarized_in_sections_that_seek(page, shoot):
 def test_english_only_model_offers_no_translate(page, shoot):
     assert page.locator("#task").is_hidden()  # one task: nothing to choose
     assert "English-only" in page.locator("#model-status").inner_text()
-    assert page.get_by_text("Speed").first.is_visible() and "int8" not in page.locator("#precision").inner_text()
+    assert (
+        page.get_by_text("Speed").first.is_visible() and "int8" not in page.locator("#precision").inner_text()
+    )
     language = page.locator("#language input")
     assert language.input_value() == "English" and language.is_disabled()
     shoot(page, "english_only")
