@@ -56,7 +56,6 @@ class EncoderGraphs:
             num_encoder_tokens=windows * self.positions,
             encoder_cu_seqlens=self.cu_seqlens[: windows + 1],
             encoder_max_seqlen=self.positions,
-            encoder_equal_len=self.positions,
         )
 
     def _forward(self, windows: int) -> torch.Tensor:  # [windows * positions, d_model]

@@ -85,7 +85,6 @@ def run_largest_step(runner, max_num_seqs: int, max_num_batched_tokens: int) -> 
         num_encoder_tokens=num * enc_len,
         encoder_cu_seqlens=cu_enc,
         encoder_max_seqlen=enc_len,
-        encoder_equal_len=enc_len,
         num_prefill_tokens=num,
         prefill_cu_seqlens=cu_dec,
         prefill_max_seqlen=1,

@@ -179,12 +179,6 @@ def max_diff(cu: list[int]) -> int:
     return max((b - a for a, b in zip(cu, cu[1:])), default=0)
 
 
-def equal_diff(cu: list[int]) -> int:
-    """The one length every sequence of offsets cu has, or 0 when they differ (or there are none)."""
-    lengths = {b - a for a, b in zip(cu, cu[1:])}
-    return lengths.pop() if len(lengths) == 1 else 0
-
-
 def pack_decodes(
     decodes: list[Running], offset: int, self_rows: TableRows, cross_rows: TableRows, block_size: int
 ) -> Decodes:

@@ -32,7 +32,6 @@ class AttentionMetadata:
     num_encoder_tokens: int = 0
     encoder_cu_seqlens: torch.Tensor | None = None  # [num_prefill_groups + 1]
     encoder_max_seqlen: int = 0
-    encoder_equal_len: int = 0  # the length all encoder sequences share (audio windows), else 0
     # Decoder self-attention.
     num_prefill_tokens: int = 0
     num_decode_tokens: int = 0
@@ -52,6 +51,15 @@ class AttentionMetadata:
     # grouped once per step on the host; None: grouped by the op itself, or not needed (Triton).
     decode_reads: Any = None
     cross_reads: Any = None
+
+    @property
+    def encoder_equal_len(self) -> int:
+        """The length every encoder sequence of the step shares (an audio model's windows), else 0:
+        n sequences of at most max rows fill n * max rows only when each has max (no host sync)."""
+        cu, longest = self.encoder_cu_seqlens, self.encoder_max_seqlen
+        if cu is None or not longest:
+            return 0
+        return longest if self.num_encoder_tokens == (cu.shape[0] - 1) * longest else 0
 
     @property
     def num_decoder_tokens(self) -> int:

@@ -5,7 +5,6 @@ are the engine's own layout: q, k and v sliced from one fused QKV projection, ro
 import pytest
 import torch
 
-from scriba.engine.step_packing import equal_diff
 from scriba.kernels import backend as backends
 from scriba.kernels.metadata import AttentionMetadata
 from scriba.kernels.varlen_attention import equal_length_attention, varlen_attention_ref
@@ -44,9 +43,15 @@ def test_rows_that_are_not_whole_windows_are_refused():
         equal_length_attention(q, k, v, 7, 1.0)
 
 
-def test_equal_diff_names_the_shared_length_or_zero():
-    assert equal_diff([0, 1500, 3000, 4500]) == 1500
-    assert equal_diff([0, 1500, 2000]) == 0 and equal_diff([0]) == 0
+def test_the_metadata_names_the_length_its_encoder_sequences_share():
+    def meta(*bounds):
+        cu = torch.tensor(bounds, dtype=torch.int32)
+        longest = max(b - a for a, b in zip(bounds, bounds[1:]))
+        return AttentionMetadata(None, bounds[-1], cu, longest)
+
+    assert meta(0, 1500, 3000, 4500).encoder_equal_len == 1500
+    assert meta(0, 1500, 2000).encoder_equal_len == 0 and meta(0, 7).encoder_equal_len == 7
+    assert AttentionMetadata(None).encoder_equal_len == 0  # no encoder this step
 
 
 def test_the_cuda_backend_takes_the_dense_path_only_for_windows_of_one_length(monkeypatch):
@@ -61,9 +66,11 @@ def test_the_cuda_backend_takes_the_dense_path_only_for_windows_of_one_length(mo
     )
     q, k, v = fused_qkv(2, 30, heads=2, head_dim=16, dtype=torch.float32)
     cu = torch.tensor([0, 30, 60], dtype=torch.int32, device=DEVICE)
-    meta = AttentionMetadata(backends.CudaBackend, 60, cu, 30, encoder_equal_len=30)
+    meta = AttentionMetadata(backends.CudaBackend, 60, cu, 30)
     dense = backends.CudaBackend.encoder_attention(q, k, v, meta, 0.25)
-    meta.encoder_equal_len = 0  # lengths that differ: packed
-    packed = backends.CudaBackend.encoder_attention(q, k, v, meta, 0.25)
     assert calls == [30]
+    packed = backends.TorchBackend.encoder_attention(q, k, v, meta, 0.25)
     torch.testing.assert_close(dense, packed, atol=2e-5, rtol=2e-5)
+    uneven = AttentionMetadata(backends.CudaBackend, 60, torch.tensor([0, 20, 60], dtype=torch.int32), 40)
+    backends.CudaBackend.encoder_attention(q, k, v, uneven, 0.25)  # lengths that differ: packed
+    assert calls == [30]
