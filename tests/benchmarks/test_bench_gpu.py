@@ -24,7 +24,7 @@ def test_variants_run_on_the_same_weights_and_compare_tokens(tmp_path):
     argv = ["--tiny", "--device", "cpu", "--batch", "3", "--new-tokens", "5", "--models", "whisper"]
     dense = bench_gpu.backends.CudaBackend.encoder_attention
     variants = "async,sync-packed-encoder,fp8"
-    bench_gpu.main([*argv, "--skip-transformers", "--variants", variants, "--out", str(out)])
+    bench_gpu.main([*argv, "--skip-transformers", "--profile", "--variants", variants, "--out", str(out)])
     report = out.read_text()
     assert "## tiny Whisper (async)" in report and "## tiny Whisper (fp8)" in report
     assert "## tiny Whisper (sync-packed-encoder)" in report
@@ -32,3 +32,6 @@ def test_variants_run_on_the_same_weights_and_compare_tokens(tmp_path):
     # scheduling changes no token; tiny random weights keep fp8's argmax too
     assert report.count("greedy tokens identical to (async): 3/3 sequences") == 2
     assert report.count("Scriba's steps (host time of each step() call): 1 admitting steps") == 3
+    # exposed host time from unprofiled steps, the profiled figure beside it
+    assert report.count("exposed host time per decode step (unprofiled step less profiled device time)") == 3
+    assert report.count("the 20 steps before, unprofiled:") == 3
