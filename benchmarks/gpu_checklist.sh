@@ -6,8 +6,8 @@
 #           encattn (the encoder's attention kernels alone) densevspacked (the encoder's attention as
 #           dense SDPA, cuDNN first, against packed varlen flash, each twice, alternating)
 #           launch256 launch64 (after tune: its fastest launch, /tmp/best_launch.json, against the default)
-# The next lent GPU: env kernels densevspacked variants (about 8 minutes): session 22's dense
-# encoder attention (cuDNN 1.17-1.33x flash alone), not yet run in the engine on a GPU.
+# The next lent GPU: env kernels async variants variants64 (about 9 minutes): the checklist on
+# whatever changed since session 23 (its dense encoder attention: results/gpu_h100_*_session23.txt).
 # Each stage has its own time limit, so one failure or hang leaves the others' results.
 set -u
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
