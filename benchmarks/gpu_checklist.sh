@@ -6,8 +6,10 @@
 #           encattn (the encoder's attention kernels alone) densevspacked (the encoder's attention as
 #           dense SDPA, cuDNN first, against packed varlen flash, each twice, alternating)
 #           launch256 launch64 (after tune: its fastest launch, /tmp/best_launch.json, against the default)
-# The next lent GPU: env kernels async variants variants64 (about 9 minutes): the checklist on
-# whatever changed since session 23 (its dense encoder attention: results/gpu_h100_*_session23.txt).
+#           overlap (the encoder and the decode on two streams at once: does one hide the other?)
+# The next lent GPU: env overlap kernels async variants (about 9 minutes): first whether the encoder
+# and the decode overlap on two streams (the RTFx targets' next design, benchmarks/NOTES.md session
+# 23), then the checklist on whatever changed since session 23.
 # Each stage has its own time limit, so one failure or hang leaves the others' results.
 set -u
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
@@ -32,6 +34,7 @@ for stage in $stages; do
     encgraphs) run encgraphs 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile-admission --variants async-eager-encoder,async,async-eager-encoder,async --out "$OUT/gpu_whisper_b256_encoder_graphs.txt" ;;
     encattn) run encattn 120 python3 benchmarks/bench_encoder_attention_gpu.py --out "$OUT/encoder_attention.txt" ;;
     densevspacked) run densevspacked 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile-admission --variants async-packed-encoder,async,async-packed-encoder,async --out "$OUT/gpu_whisper_b256_dense_encoder_attention.txt" ;;
+    overlap) run overlap 240 python3 benchmarks/bench_overlap_gpu.py --carveouts 0,16,32,48 --out "$OUT/overlap.txt" ;;
     syncs) run syncs 120 bash -c 'cd benchmarks && python3 find_gpu_syncs.py --batch 16 && python3 find_gpu_syncs.py --batch 16 --async-scheduling off' ;;
     suite) SCRIBA_TEST_FLOAT32=1 run suite 300 python3 -m pytest -q -p no:cacheprovider tests/engine tests/models -k "not off_on_the_cpu" ;;
     whisper) run whisper 300 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --profile --out "$OUT/gpu_whisper_b64.txt" ;;
