@@ -196,8 +196,9 @@ def main(argv=None) -> None:
             f"| {sms} | {ms['enc']} | {ms['dec']} | {ms['serial']} | {ms['both']} ({r['overlap']:.2f}) "
             f"| {ms['urgent']} ({r['urgent_overlap']:.2f}) |"
         )
-        torch.cuda.empty_cache() if cuda else None
         print(lines[-1], flush=True)
+        if cuda:  # the last carveout's graphs and cache are gone: their memory back before the next
+            torch.cuda.empty_cache()
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(lines) + "\n")
