@@ -16,8 +16,9 @@ from machine import cpu_name
 
 from scriba.models.loader import resolve_model_path
 from scriba.models.registry import load_model
+from scriba.whisper.encoder_graph import build_encoder_graph
 from scriba.whisper.encoder_precision import MEASURED
-from scriba.whisper.openvino_encoder import _compile, build_encoder_graph, import_openvino, native_bf16
+from scriba.whisper.openvino_encoder import _compile, import_openvino, native_bf16
 
 # (label, int8 weights, the precision compiled)
 CONFIGS = [("int8 (dynamic quantization)", True, "int8"), ("f32", False, "f32"), ("bf16", False, "bf16")]

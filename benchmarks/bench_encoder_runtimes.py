@@ -32,7 +32,8 @@ from machine import cpu_name
 from scriba.models.loader import resolve_model_path
 from scriba.models.offline import offline_model_path
 from scriba.models.registry import load_model
-from scriba.whisper.openvino_encoder import _compile, build_encoder_graph, import_openvino
+from scriba.whisper.encoder_graph import build_encoder_graph
+from scriba.whisper.openvino_encoder import _compile, import_openvino
 
 
 def timed(call, calls: int) -> tuple[float, float]:

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 from scriba import Engine
-from scriba.whisper.openvino_encoder import _const, _layer_norm, _linear, import_openvino
+from scriba.whisper.encoder_graph import _const, _layer_norm, _linear
+from scriba.whisper.openvino_encoder import import_openvino
 
 
 def build(ov, op, dec, int8: bool, cross_type):

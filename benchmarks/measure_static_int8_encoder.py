@@ -29,8 +29,9 @@ from nncf.quantization.advanced_parameters import (
 from scriba.media.load import load_audio
 from scriba.models.loader import resolve_model_path
 from scriba.models.registry import load_model
+from scriba.whisper.encoder_graph import build_encoder_graph
 from scriba.whisper.log_mel import log_mel
-from scriba.whisper.openvino_encoder import _compile, build_encoder_graph, import_openvino
+from scriba.whisper.openvino_encoder import _compile, import_openvino
 
 WINDOW = 16000 * 30
 

@@ -10,6 +10,7 @@ _PREEMPTION_MODES = ("recompute", "swap")
 _BACKENDS = ("auto", "torch", "numba", "triton", "cuda")
 _QUANTIZATIONS = ("int8",)  # as scriba.models.quantize.QUANTIZATIONS (config imports no torch)
 _ENCODER_RUNTIMES = ("torch", "openvino")
+_ENCODER_PADDINGS = ("computed", "cached")
 _DECODER_RUNTIMES = ("auto", "torch", "numba")
 
 
@@ -66,6 +67,11 @@ class EngineConfig:
     # CPU (bfloat16 where the CPU has bfloat16 dot products, else int8 weights with dynamically
     # quantized activations); CPU only, float32 activations (whisper/openvino_encoder.py).
     encoder_runtime: str = "torch"
+    # A window's padding past its audio. "computed": every position encoded (exact). "cached":
+    # only the audio's positions and a second past them, the rest taken from one silent window
+    # encoded at start (a 3 s clip's encoder ~4x cheaper, not exact: the dev short clips lose a
+    # few words; whisper/cached_padding.py); with encoder_runtime="openvino" only.
+    encoder_padding: str = "computed"
     # What executes the decoder's decode-only steps of a few rows (a lone request's). "numba": the
     # whole stack and the logits as one numba call each over the int8 weights and the paged cache
     # (models/decoder_step.py; CPU, quantization="int8", a pre-norm decoder, a float32, float16,
@@ -160,6 +166,12 @@ class EngineConfig:
             raise ValueError(
                 "encoder_runtime='openvino' runs on the CPU with dtype float32 (it picks its own precision)"
             )
+        if self.encoder_padding not in _ENCODER_PADDINGS:
+            raise ValueError(
+                f"encoder_padding must be one of {_ENCODER_PADDINGS}, got {self.encoder_padding!r}"
+            )
+        if self.encoder_padding == "cached" and self.encoder_runtime != "openvino":
+            raise ValueError("encoder_padding='cached' needs encoder_runtime='openvino'")
 
     @property
     def torch_dtype(self):

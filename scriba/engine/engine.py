@@ -48,7 +48,9 @@ class Engine:
         if model is None:  # the offline default: the bundled tiny.en
             model = config.model = default_model_path()
         self.model, self.model_path = load_model(model, config.device, config.torch_dtype, config.revision)
-        self.model.compile_encoder(config.encoder_runtime, torch.get_num_threads())
+        self.model.compile_encoder(
+            config.encoder_runtime, torch.get_num_threads(), config.encoder_padding == "cached"
+        )
         if config.quantization == "int8" or self._runs_int8_checkpoint():
             quantize_int8(self.model)
             config.quantization = "int8"

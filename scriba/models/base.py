@@ -46,10 +46,11 @@ class EncoderDecoderModel(nn.Module, metaclass=abc.ABCMeta):
         window), else None. Such an encoder (run through `encode`) can be replayed from CUDA graphs."""
         return None
 
-    def compile_encoder(self, runtime: str, num_threads: int) -> None:
-        """Have `runtime` execute the encoder from now on (EngineConfig.encoder_runtime); called
-        before int8 quantization, on the float weights. Only models whose encoder is a pure
-        function of dense features (Whisper's log-mel) can."""
+    def compile_encoder(self, runtime: str, num_threads: int, cached_padding: bool = False) -> None:
+        """Have `runtime` execute the encoder from now on (EngineConfig.encoder_runtime; with
+        `cached_padding`, EngineConfig.encoder_padding="cached"); called before int8
+        quantization, on the float weights. Only models whose encoder is a pure function of
+        dense features (Whisper's log-mel) can."""
         if runtime != "torch":
             raise ValueError(f"{type(self).__name__} runs its encoder in torch only, not {runtime!r}")
 

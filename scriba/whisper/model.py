@@ -180,16 +180,19 @@ class WhisperForConditionalGeneration(EncoderDecoderModel):
         for layer, cross_kv in zip(self.model.decoder.layers, per_layer):
             layer.encoder_attn.write_cross_kv(cross_kv, meta)
 
-    def compile_encoder(self, runtime: str, num_threads: int) -> None:
+    def compile_encoder(self, runtime: str, num_threads: int, cached_padding: bool = False) -> None:
         """runtime "openvino": the encoder, and every decoder layer's cross-attention K/V of its
-        states, as one OpenVINO graph of the same weights; the torch encoder layers are dropped
-        (the graph holds its own copy)."""
+        states, as one OpenVINO graph of the same weights (`cached_padding`: a window's padding
+        past its audio from a silent window's, whisper/cached_padding.py); the torch encoder
+        layers are dropped (the graph holds its own copy)."""
         if runtime != "openvino":
-            return super().compile_encoder(runtime, num_threads)
+            return super().compile_encoder(runtime, num_threads, cached_padding)
         from scriba.whisper.openvino_encoder import OpenVINOEncoder
 
         projections = [layer.encoder_attn.kv_proj for layer in self.model.decoder.layers]
-        self.encoder_runtime = OpenVINOEncoder(self.model.encoder, num_threads, cross_kv=projections)
+        self.encoder_runtime = OpenVINOEncoder(
+            self.model.encoder, num_threads, cross_kv=projections, cached_padding=cached_padding
+        )
         self.model.encoder.layers = nn.ModuleList()
 
     def cross_attentions(

@@ -1,9 +1,8 @@
 """Whisper's encoder executed by OpenVINO's CPU runtime: log-mel features in, encoder states out.
 
 The encoder is a pure function of the log-mel (no cache, no scheduling), so a graph runtime
-may run it while the paged engine keeps generating. The graph is built here, op by op, from the
-model's own parameters (no tracing: building takes ~0.1 s, tracing 2+ s), and compiled for the
-host by what OpenVINO reports it can do:
+may run it while the paged engine keeps generating. The graph (whisper/encoder_graph.py) is
+compiled for the host by what OpenVINO reports it can do:
   - "bf16" where the CPU has bfloat16 dot products (AVX-512 BF16, AMX): float weights,
     bfloat16 arithmetic (tiny.en, one 30 s window, 2 cores of an AVX-512 Zen 4:
     ~105 ms against 186 ms for Scriba's int8 torch encoder; 0.8% relative error in the states);
@@ -12,7 +11,8 @@ host by what OpenVINO reports it can do:
   - "f32": float weights and float32 arithmetic (the graph checked against the torch encoder to
     float32 rounding).
 Elsewhere int8 or f32, whichever is faster on the machine: measured once, remembered
-(whisper/encoder_precision.py).
+(whisper/encoder_precision.py). With `cached_padding`, a window that is mostly padding is
+encoded at the cost of its audio (whisper/cached_padding.py).
 OpenVINO is used because it is the CPU runtime made for exactly this (oneDNN's brgemm kernels,
 a fused attention op, bfloat16 and VNNI where the CPU has them, ARM too).
 """
@@ -25,6 +25,8 @@ import numpy as np
 import torch
 
 from scriba.kernels.cpu_features import native_bfloat16
+from scriba.whisper.cached_padding import SILENCE_LEVEL, SilentWindow, positions_to_encode
+from scriba.whisper.encoder_graph import build_encoder_graph
 from scriba.whisper.encoder_precision import fastest, machine_key
 
 PRECISIONS = ("bf16", "int8", "f32")
@@ -63,6 +65,7 @@ class OpenVINOEncoder:
         num_threads: int,
         precision: str | None = None,
         cross_kv: list[torch.nn.Linear] | None = None,
+        cached_padding: bool = False,
     ):
         if precision is not None and precision not in PRECISIONS:
             raise ValueError(f"OpenVINO encoder precision must be one of {PRECISIONS}, got {precision!r}")
@@ -82,13 +85,44 @@ class OpenVINOEncoder:
             self.precision, self.compiled = fastest(build, native_bf16(core), mel_bins, frames, key)
         self.request = self.compiled.create_infer_request()  # the engine's one thread uses it
         self.projects_cross_kv = bool(cross_kv)
+        self.max_positions = encoder.embed_positions.weight.shape[0]
+        self.padded_request = None
+        if cached_padding:
+            silent = silent_window(core, encoder, cross_kv, num_threads)
+            graph = build_encoder_graph(encoder, self.precision == "int8", cross_kv, silent)
+            self.padded_request = _compile(core, graph, self.precision, num_threads).create_infer_request()
 
     def __call__(self, features: torch.Tensor) -> list[torch.Tensor]:
         """The outputs are views of the request's own buffers (no copy of tiny.en's 18 MB of K/V),
         valid until the next call: the engine writes them to its cache within the same step."""
-        x = features.detach().to(torch.float32).contiguous().numpy()
-        outputs = self.request.infer([x], share_outputs=True)
-        return [torch.from_numpy(outputs[i]) for i in range(len(self.compiled.outputs))]
+        if self.padded_request is not None:
+            positions = positions_to_encode(features, self.max_positions)
+            if positions is not None:
+                return self.encode_leading(features, positions)
+        return _infer(self.request, features)
+
+    def encode_leading(self, features: torch.Tensor, positions: int) -> list[torch.Tensor]:
+        """The outputs for `features` [B, mel_bins, frames] with only the first `positions`
+        positions encoded, the rest the silent window's (whisper/cached_padding.py)."""
+        return _infer(self.padded_request, features[:, :, : 2 * positions + 2])
+
+
+def silent_window(core, encoder: torch.nn.Module, cross_kv: list | None, num_threads: int) -> SilentWindow:
+    """The encoder's values for one window of silence (SILENCE_LEVEL in every bin), in float32."""
+    probe = _compile(core, build_encoder_graph(encoder, False, cross_kv, probe=True), "f32", num_threads)
+    mel_bins, frames = encoder.conv1.weight.shape[1], 2 * encoder.embed_positions.weight.shape[0]
+    silence = np.full((1, mel_bins, frames), SILENCE_LEVEL, np.float32)
+    result = probe.create_infer_request().infer([silence])
+    values = [np.array(result[i]) for i in range(len(probe.outputs))]
+    num_outputs = len(cross_kv) if cross_kv else 1
+    outputs, kv = values[:num_outputs], [v[0] for v in values[num_outputs:]]
+    return SilentWindow(list(zip(kv[0::2], kv[1::2])), outputs)
+
+
+def _infer(request, features: torch.Tensor) -> list[torch.Tensor]:
+    x = features.detach().to(torch.float32).contiguous().numpy()
+    outputs = request.infer([x], share_outputs=True)
+    return [torch.from_numpy(outputs[i]) for i in range(len(request.model_outputs))]
 
 
 def _compile(core, graph, precision: str, num_threads: int):
@@ -100,75 +134,3 @@ def _compile(core, graph, precision: str, num_threads: int):
         "PERFORMANCE_HINT": "LATENCY",
     }
     return core.compile_model(graph, "CPU", settings)
-
-
-def build_encoder_graph(encoder: torch.nn.Module, int8_weights: bool, cross_kv: list | None = None):
-    """The OpenVINO model of a Scriba WhisperEncoder (float weights: build it before int8
-    quantization replaces them), its output the states [B * P, d_model], or with `cross_kv`
-    (Linears d_model -> 2 * d_model) their products, one output each."""
-    ov = import_openvino()
-    from openvino import opset13 as op
-
-    conv1, conv2 = encoder.conv1, encoder.conv2
-    mel_bins = conv1.weight.shape[1]
-    features = op.parameter(ov.PartialShape([-1, mel_bins, -1]), ov.Type.f32, name="features")
-    hidden = _conv_gelu(op, features, conv1, stride=1)
-    hidden = _conv_gelu(op, hidden, conv2, stride=2)  # [B, d, P]
-    hidden = op.transpose(hidden, _const(op, np.array([0, 2, 1], np.int64)))  # [B, P, d]
-    hidden = op.add(hidden, _const(op, encoder.embed_positions.weight))
-    for layer in encoder.layers:
-        hidden = _encoder_layer(op, hidden, layer, int8_weights)
-    hidden = _layer_norm(op, hidden, encoder.layer_norm)
-    d_model = encoder.layer_norm.weight.shape[0]
-    out = op.reshape(hidden, _const(op, np.array([-1, d_model], np.int64)), False)  # [B * P, d]
-    outputs = [_linear(op, out, linear, int8_weights) for linear in cross_kv] if cross_kv else [out]
-    return ov.Model(outputs, [features], "whisper_encoder")
-
-
-def _encoder_layer(op, hidden, layer, int8_weights: bool):
-    attn = layer.self_attn
-    heads, head_dim = attn.attn.num_heads, attn.attn.head_dim
-    qkv = _linear(op, _layer_norm(op, hidden, layer.self_attn_layer_norm), attn.qkv_proj, int8_weights)
-    split = op.split(qkv, _const(op, np.array(-1, np.int64)), 3)
-    to_heads = _const(op, np.array([0, 0, heads, head_dim], np.int64))
-    swap = _const(op, np.array([0, 2, 1, 3], np.int64))
-    q, k, v = (op.transpose(op.reshape(split.output(i), to_heads, True), swap) for i in range(3))
-    scale = _const(op, np.array(attn.attn.scale, np.float32))
-    context = op.scaled_dot_product_attention(q, k, v, scale=scale, causal=False)  # [B, H, P, D]
-    merged = op.reshape(op.transpose(context, swap), _const(op, np.array([0, 0, -1], np.int64)), True)
-    hidden = op.add(hidden, _linear(op, merged, attn.out_proj, int8_weights))
-    ffn = _linear(op, _layer_norm(op, hidden, layer.final_layer_norm), layer.fc1, int8_weights)
-    ffn = _linear(op, op.gelu(ffn, "erf"), layer.fc2, int8_weights)
-    return op.add(hidden, ffn)
-
-
-def _conv_gelu(op, x, conv: torch.nn.Conv1d, stride: int):
-    (pad,) = conv.padding
-    y = op.convolution(x, _const(op, conv.weight), [stride], [pad], [pad], [1])
-    return op.gelu(op.add(y, _const(op, conv.bias.detach().view(1, -1, 1))), "erf")
-
-
-def _layer_norm(op, x, norm: torch.nn.LayerNorm):
-    axis = _const(op, np.array([-1], np.int64))
-    normed = op.mvn(x, axis, True, float(norm.eps), "inside_sqrt")
-    return op.add(op.multiply(normed, _const(op, norm.weight)), _const(op, norm.bias))
-
-
-def _linear(op, x, linear: torch.nn.Linear, int8_weights: bool):
-    """x @ W^T + b. With int8_weights: W as int8 [out, in] times a float scale per output row,
-    the pattern OpenVINO keeps compressed and multiplies with dynamically quantized inputs."""
-    weight = linear.weight.detach().float()
-    if int8_weights:
-        scale = weight.abs().amax(1, keepdim=True).clamp_min(1e-30) / 127
-        q = _const(op, torch.round(weight / scale).to(torch.int8))
-        weight_node = op.multiply(op.convert(q, "f32"), _const(op, scale))
-    else:
-        weight_node = _const(op, weight)
-    y = op.matmul(x, weight_node, False, True)
-    return y if linear.bias is None else op.add(y, _const(op, linear.bias))
-
-
-def _const(op, value):
-    if isinstance(value, torch.Tensor):
-        value = value.detach().cpu().numpy()
-    return op.constant(np.require(value, requirements="C"))  # keeps a scalar 0-d

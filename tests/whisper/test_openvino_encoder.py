@@ -71,6 +71,10 @@ def test_settings_are_checked_once(tiny_bart):
         EngineConfig(encoder_runtime="onnx")
     with pytest.raises(ValueError, match="runs on the CPU with dtype float32"):
         EngineConfig(encoder_runtime="openvino", dtype="bfloat16")
+    with pytest.raises(ValueError, match="encoder_padding must be one of"):
+        EngineConfig(encoder_runtime="openvino", encoder_padding="skipped")
+    with pytest.raises(ValueError, match="needs encoder_runtime='openvino'"):
+        EngineConfig(encoder_padding="cached")
     with pytest.raises(ValueError, match="runs its encoder in torch only"):
         Engine(tiny_bart[0], encoder_runtime="openvino")  # BART's encoder reads token ids
     with pytest.raises(ValueError, match="precision must be one of"):
@@ -90,6 +94,8 @@ def test_transcription_on_the_cpu_runs_the_encoder_in_openvino_with_int8():
         "encoder_runtime": "openvino",
         "kv_cache_dtype": "float16",
     }
+    cached = {"device": "cpu", "encoder_padding": "cached"}  # asked for: passed on
+    assert speech_config(cached)["encoder_padding"] == "cached"
     assert speech_config({"device": "cpu", "kv_cache_dtype": "auto"})["kv_cache_dtype"] == "auto"
     assert speech_config({"device": "cpu", "quantization": "int8"})["encoder_runtime"] == "openvino"
     assert "encoder_runtime" not in speech_config({"device": "cpu", "dtype": "float32"})  # the exact mode
@@ -104,6 +110,8 @@ def test_the_command_line_passes_the_runtime_on():
     asked = build_parser().parse_args(["transcribe", "a.wav", "--encoder-runtime", "torch"])
     assert engine_options(asked)["encoder_runtime"] == "torch"
     assert "encoder_runtime" not in engine_options(build_parser().parse_args(["transcribe", "a.wav"]))
+    asked = build_parser().parse_args(["transcribe", "a.wav", "--encoder-padding", "computed"])
+    assert engine_options(asked)["encoder_padding"] == "computed"
 
 
 def test_openvino_is_imported_without_its_telemetry():
