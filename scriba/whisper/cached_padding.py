@@ -8,9 +8,10 @@ they cannot simply be skipped (whisper.cpp's audio_ctx drops them: the dev clips
 silent window: the audio's positions (and a second of padding past them) are encoded exactly,
 their attention reading the silent window's keys and values at the other positions, and the
 decoder's cross-attention reads the silent window's states there. Not exact: the states of the
-audio's positions move ~6% (relative), the padding's ~50%; on the dev short clips the word error
-rate held (tiny.en 0.0730 both ways, base 0.0657 -> 0.0681: one word of 433; docs/performance.md).
-`EngineConfig(encoder_padding="cached")`; "computed" encodes every position.
+audio's positions move ~6-16% (relative), the padding's ~50%; through `scriba.transcribe` 3 of the
+24 dev short clips lose or change words (WER tiny.en 0.0657 -> 0.0754, base 0.0584 -> 0.0657;
+benchmarks/measure_cached_padding.py, docs/performance.md), for a short clip's encoder 2-4x
+cheaper. Opt-in: `EngineConfig(encoder_padding="cached")`; "computed" encodes every position.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import torch
 
 # The silent window's log-mel level: the padding of a window whose loudest mel bin is 10^1 (the
 # features' clamp puts padding 8 log10 units below the peak, then (x + 4) / 4). The dev clips'
-# padding lies at -0.96..-0.50; their WER is the same with each clip's own level.
+# padding lies at -0.96..-0.50; with each clip's own level their WER was the same.
 SILENCE_LEVEL = -0.75
 MARGIN_POSITIONS = 50  # a second of padding past the audio is encoded exactly (0.2 s cost words)
 POSITION_STEP = 25  # positions encoded, rounded up to half seconds: few distinct graph shapes

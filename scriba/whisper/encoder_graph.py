@@ -38,15 +38,20 @@ def build_encoder_graph(
         hidden = _rows(op, hidden, _const(op, np.array([0], np.int64)), _const(op, np.array([-1], np.int64)))
         positions = _rows(op, positions, _const(op, np.array([0], np.int64)), _length(op, hidden), axis=0)
     hidden = op.add(hidden, positions)
+    if silent is not None:  # the encoded positions' count and the windows', as [1] int64 nodes
+        encoded, windows = _length(op, hidden), _length(op, hidden, axis=0)
     layer_kv = []
     for i, layer in enumerate(encoder.layers):
-        tails = None if silent is None else [_tail(op, x, hidden) for x in silent.layer_kv[i]]
+        tails = None if silent is None else [_tail(op, x, encoded, windows) for x in silent.layer_kv[i]]
         hidden, kv = _encoder_layer(op, hidden, layer, int8_weights, tails)
         layer_kv += kv
     hidden = _layer_norm(op, hidden, encoder.layer_norm)
     outputs = [_linear(op, hidden, linear, int8_weights) for linear in cross_kv] if cross_kv else [hidden]
     if silent is not None:
-        outputs = [op.concat([out, _tail(op, rows, hidden)], 1) for out, rows in zip(outputs, silent.outputs)]
+        outputs = [
+            op.concat([out, _tail(op, rows, encoded, windows)], 1)
+            for out, rows in zip(outputs, silent.outputs)
+        ]
     widths = (
         [linear.weight.shape[0] for linear in cross_kv] if cross_kv else [encoder.layer_norm.weight.shape[0]]
     )
@@ -93,15 +98,12 @@ def _rows(op, x, start, stop, axis: int = 1):
     )
 
 
-def _tail(op, rows: np.ndarray, hidden):
-    """rows [P, width] from position n (`hidden` [B, n, d]'s length) on, for each of its B
-    windows: [B, P - n, width]."""
+def _tail(op, rows: np.ndarray, encoded, windows):
+    """rows [P, width] from position n (`encoded`, [1] int64) on, for each of the `windows` ([1]
+    int64) windows: [B, P - n, width]."""
     end = _const(op, np.array([rows.shape[0]], np.int64))
-    tail = op.unsqueeze(
-        _rows(op, _const(op, rows), _length(op, hidden), end, axis=0), _const(op, np.array(0))
-    )
-    ones = _const(op, np.array([1, 1], np.int64))
-    shape = op.concat([_length(op, hidden, axis=0), ones], 0)  # [B, 1, 1]
+    tail = op.unsqueeze(_rows(op, _const(op, rows), encoded, end, axis=0), _const(op, np.array(0)))
+    shape = op.concat([windows, _const(op, np.array([1, 1], np.int64))], 0)  # [B, 1, 1]
     return op.broadcast(tail, shape, broadcast_spec="BIDIRECTIONAL")
 
 
