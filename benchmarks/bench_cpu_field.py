@@ -15,8 +15,13 @@ Greedy, English, timestamps on. Workloads (../shared/data):
   short, one at a time   dev_speech's 24 short clips and jfk.flac, each its own call: RTFx over
                          the whole set, latency p50 / p90 per clip, WER
   short, one call        the same clips in one call (systems that take a list)
+  LJ Speech clips, one at a time
+                         the 70 clips (1-10 s) that make dev_longform's reading, cut at its
+                         segment times: more words to tell the systems' WER apart
   long-form              dev_longform's 7.8-minute reading and dev_speech's 158 s sonnets, each
                          alone
+Systems: Scriba's default and "Scriba cached padding" (encoder_padding="cached": a short clip's
+padding from a silent window, whisper/cached_padding.py) beside the peers.
 Prints the host's vector extensions and, per workload, Scriba's ratio to the fastest other system.
 """
 
@@ -30,11 +35,12 @@ import subprocess
 import sys
 
 import soundfile as sf
-from bench_whisper import DATA
+from bench_whisper import DATA, ljspeech_clips
 from bench_whisper import workloads as whisper_sets
 from machine import cpu_name
 from results_file import save_lines
 from wer import wer
+from wer import words as reference_words
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LINES: list[str] = []
@@ -51,6 +57,7 @@ def workloads(data: str) -> dict[str, tuple[list[str], list[str], str]]:
     return {
         "short, one at a time": (*sets["short"], "one-by-one"),
         "short, one call": (*sets["short"], "one-call"),
+        "LJ Speech clips, one at a time": (*ljspeech_clips(data), "one-by-one"),
         "long-form": (*sets["long-form"], "one-by-one"),
     }
 
@@ -100,7 +107,8 @@ def bench(name: str, files, refs, workload: str, found: dict, rounds: int, passe
     shared host's speed drifts over minutes: a ratio within one pass compares like with like),
     and the table holds each system's best round over all passes."""
     audio = sum(sf.info(f).duration for f in files)
-    say(f"\n{name}: {len(files)} files, {audio:.0f} s, best of {rounds} x {passes}")
+    words = sum(len(reference_words(r)) for r in refs)
+    say(f"\n{name}: {len(files)} files, {audio:.0f} s, {words} reference words, best of {rounds} x {passes}")
     say(f"{'system':<30} {'RTFx':>7} {'WER':>7} {'p50 ms':>8} {'p90 ms':>8}")
     chosen = [(s, v) for s, v in found.items() if workload != "one-call" or s in ONE_CALL]
     results: dict[str, list[dict]] = {system: [] for system, _ in chosen}

@@ -61,6 +61,27 @@ def say(line: str = "") -> None:
     LINES.append(line)
 
 
+def ljspeech_clips(data: str) -> tuple[list[str], list[str]]:
+    """The dev long-form recording's 70 LJ Speech clips (1-10 s, 1,170 reference words), cut at
+    its .segments.tsv times into a scratch folder (once): a second set of short English clips,
+    so that a few words' difference between systems is not left to dev_speech's 433 words."""
+    import tempfile
+
+    folder = os.path.join(data, "dev_longform")
+    recording = os.path.join(folder, "ljspeech_LJ001-0041_to_LJ001-0110_concat.flac")
+    with open(recording.replace(".flac", ".segments.tsv"), newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    out = os.path.join(tempfile.gettempdir(), "scriba_ljspeech_clips")
+    files = [os.path.join(out, f"{r['utt_id']}.flac") for r in rows]
+    if not all(os.path.exists(f) for f in files):
+        os.makedirs(out, exist_ok=True)
+        wave, rate = sf.read(recording)
+        for r, path in zip(rows, files):
+            start, end = (round(float(r[k]) * rate) for k in ("start_s", "end_s"))
+            sf.write(path, wave[start:end], rate)
+    return files, [r["normalized_text"] for r in rows]
+
+
 def workloads(data: str) -> dict[str, tuple[list[str], list[str]]]:
     short, short_refs = load_manifest(os.path.join(data, "dev_speech"), "short")
     sonnets, sonnet_refs = load_manifest(os.path.join(data, "dev_speech"), "longform")

@@ -68,9 +68,9 @@ class EngineConfig:
     # quantized activations); CPU only, float32 activations (whisper/openvino_encoder.py).
     encoder_runtime: str = "torch"
     # A window's padding past its audio. "computed": every position encoded (exact). "cached":
-    # only the audio's positions and a second past them, the rest taken from one silent window
-    # encoded at start (a 3 s clip's encoder ~4x cheaper, not exact: the dev short clips lose a
-    # few words; whisper/cached_padding.py); with encoder_runtime="openvino" only.
+    # in a window with up to 15 s of audio, only the audio's positions and 5 s past them, the rest
+    # taken from one silent window (a short clip's encoder 2-3x cheaper, not exact: a few words
+    # and segment ends change; whisper/cached_padding.py); with encoder_runtime="openvino" only.
     encoder_padding: str = "computed"
     # What executes the decoder's decode-only steps of a few rows (a lone request's). "numba": the
     # whole stack and the logits as one numba call each over the int8 weights and the paged cache

@@ -28,6 +28,7 @@ from scriba.kernels.cpu_features import native_bfloat16
 from scriba.whisper.cached_padding import SILENCE_LEVEL, SilentWindow, positions_to_encode
 from scriba.whisper.encoder_graph import build_encoder_graph
 from scriba.whisper.encoder_precision import fastest, machine_key
+from scriba.whisper.silent_window_store import load_silent_window, save_silent_window, silent_window_key
 
 PRECISIONS = ("bf16", "int8", "f32")
 
@@ -88,18 +89,36 @@ class OpenVINOEncoder:
         self.max_positions = encoder.embed_positions.weight.shape[0]
         self.padded_request = None
         if cached_padding:
-            silent = silent_window(core, encoder, cross_kv, num_threads)
+            silent = silent_window(core, encoder, cross_kv, num_threads, ov.get_version())
             graph = build_encoder_graph(encoder, self.precision == "int8", cross_kv, silent)
             self.padded_request = _compile(core, graph, self.precision, num_threads).create_infer_request()
 
     def __call__(self, features: torch.Tensor) -> list[torch.Tensor]:
         """The outputs are views of the request's own buffers (no copy of tiny.en's 18 MB of K/V),
-        valid until the next call: the engine writes them to its cache within the same step."""
-        if self.padded_request is not None:
-            positions = positions_to_encode(features, self.max_positions)
-            if positions is not None:
-                return self.encode_leading(features, positions)
-        return _infer(self.request, features)
+        valid until the next call: the engine writes them to its cache within the same step. With
+        the padding cached, the windows that reach as far (whisper/cached_padding.py) are encoded
+        together, and a batch of several such groups is gathered into new tensors."""
+        if self.padded_request is None:
+            return _infer(self.request, features)
+        per_window = positions_to_encode(features, self.max_positions)
+        groups: dict[int | None, list[int]] = {}
+        for window, positions in enumerate(per_window):
+            groups.setdefault(positions, []).append(window)
+        if len(groups) == 1:
+            return self._encode_group(features, per_window[0])
+        gathered: list[torch.Tensor] = []
+        for positions, windows in groups.items():
+            for i, out in enumerate(self._encode_group(features[windows], positions)):
+                out = out.view(len(windows), -1, out.shape[-1])  # [windows, positions, width]
+                if len(gathered) == i:
+                    gathered.append(out.new_empty(len(per_window), *out.shape[1:]))
+                gathered[i][windows] = out
+        return [out.flatten(0, 1) for out in gathered]
+
+    def _encode_group(self, features: torch.Tensor, positions: int | None) -> list[torch.Tensor]:
+        if positions is None:
+            return _infer(self.request, features)
+        return self.encode_leading(features, positions)
 
     def encode_leading(self, features: torch.Tensor, positions: int) -> list[torch.Tensor]:
         """The outputs for `features` [B, mel_bins, frames] with only the first `positions`
@@ -107,8 +126,20 @@ class OpenVINOEncoder:
         return _infer(self.padded_request, features[:, :, : 2 * positions + 2])
 
 
-def silent_window(core, encoder: torch.nn.Module, cross_kv: list | None, num_threads: int) -> SilentWindow:
-    """The encoder's values for one window of silence (SILENCE_LEVEL in every bin), in float32."""
+def silent_window(
+    core, encoder: torch.nn.Module, cross_kv: list | None, num_threads: int, version: str
+) -> SilentWindow:
+    """The encoder's values for one window of silence (SILENCE_LEVEL in every bin), in float32:
+    stored on disk the first time (whisper/silent_window_store.py)."""
+    key = silent_window_key(version, [encoder, *(cross_kv or [])])
+    window = load_silent_window(key)
+    if window is None:
+        window = _encode_silent_window(core, encoder, cross_kv, num_threads)
+        save_silent_window(key, window)
+    return window
+
+
+def _encode_silent_window(core, encoder: torch.nn.Module, cross_kv: list | None, num_threads: int):
     probe = _compile(core, build_encoder_graph(encoder, False, cross_kv, probe=True), "f32", num_threads)
     mel_bins, frames = encoder.conv1.weight.shape[1], 2 * encoder.embed_positions.weight.shape[0]
     silence = np.full((1, mel_bins, frames), SILENCE_LEVEL, np.float32)

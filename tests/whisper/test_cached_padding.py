@@ -13,7 +13,13 @@ import torch.nn.functional as F
 from scriba import Engine
 from scriba.media.load import load_audio
 from scriba.models.registry import load_model
-from scriba.whisper.cached_padding import MARGIN_POSITIONS, POSITION_STEP, SILENCE_LEVEL, positions_to_encode
+from scriba.whisper.cached_padding import (
+    CACHED_UP_TO,
+    MARGIN_POSITIONS,
+    POSITION_STEP,
+    SILENCE_LEVEL,
+    positions_to_encode,
+)
 from scriba.whisper.log_mel import log_mel
 from scriba.whisper.openvino_encoder import OpenVINOEncoder
 
@@ -25,17 +31,18 @@ def _expected_positions(seconds: float) -> int:
     return POSITION_STEP * math.ceil(positions / POSITION_STEP)
 
 
-def test_the_positions_to_encode_follow_the_audio():
+def test_the_positions_to_encode_follow_each_window_s_audio():
     jfk = load_audio(paths.JFK)
     three_seconds = jfk[: 3 * 16000]
-    features = torch.from_numpy(log_mel([jfk, three_seconds], 80))
-    assert positions_to_encode(features[1:], 1500) in (_expected_positions(3.0), _expected_positions(3.02))
-    # a batch: its longest audio decides; 11 s of jfk within a step of its length
-    assert abs(positions_to_encode(features, 1500) - _expected_positions(len(jfk) / 16000)) <= POSITION_STEP
-    noise = np.random.default_rng(0).normal(0, 0.1, 29 * 16000)
-    assert positions_to_encode(torch.from_numpy(log_mel([noise], 80)), 1500) is None  # little padding left
+    noise = np.random.default_rng(0).normal(0, 0.1, 20 * 16000)  # past CACHED_UP_TO: encoded whole
+    features = torch.from_numpy(log_mel([jfk, three_seconds, noise], 80))
+    jfk_positions, three, twenty = positions_to_encode(features, 1500)
+    assert three in (_expected_positions(3.0), _expected_positions(3.02))
+    assert abs(jfk_positions - _expected_positions(len(jfk) / 16000)) <= POSITION_STEP  # 11 s, within a step
+    assert twenty is None and _expected_positions(15.0) <= CACHED_UP_TO
+    assert positions_to_encode(features[1:2], 1500) == [three]  # a window's own, whatever it comes with
     silence = torch.from_numpy(log_mel([np.zeros(16000)], 80))  # every frame at the peak: no floor
-    assert positions_to_encode(silence, 1500) is None
+    assert positions_to_encode(silence, 1500) == [None]
 
 
 def _silent_window_reference(hf_encoder, features: torch.Tensor, positions: int) -> torch.Tensor:
@@ -99,6 +106,26 @@ def test_a_silent_window_comes_out_the_same_either_way(tiny_whispers, windows):
     for got, expected in zip(part, whole):
         assert got.shape == expected.shape == (windows * 1500, projections[0].weight.shape[0])
         assert float((got - expected).norm() / expected.norm()) < 1e-5
+
+
+def test_a_window_s_outputs_do_not_depend_on_the_windows_beside_it(tiny_whispers):
+    """Two short windows reaching different lengths and one encoded whole, in one call: each
+    window's cross K/V as when it is encoded alone."""
+    folder, _ = tiny_whispers["english"]
+    model, _ = load_model(folder, "cpu", torch.float32)
+    projections = [layer.encoder_attn.kv_proj for layer in model.model.decoder.layers]
+    encoder = OpenVINOEncoder(model.model.encoder, 2, "f32", cross_kv=projections, cached_padding=True)
+    features = torch.full((3, 80, 3000), SILENCE_LEVEL)
+    generator = torch.Generator().manual_seed(0)
+    for window, frames in enumerate([300, 2900, 700]):
+        features[window, :, :frames] = SILENCE_LEVEL + 1 + torch.rand(80, frames, generator=generator)
+    assert [p is None for p in positions_to_encode(features, 1500)] == [False, True, False]
+    together = [out.clone() for out in encoder(features)]
+    for window in range(3):
+        alone = encoder(features[window : window + 1])
+        for got, expected in zip(together, alone):
+            rows = got.view(3, 1500, -1)[window]
+            assert float((rows - expected).norm() / expected.norm()) < 1e-5
 
 
 def test_the_engine_transcribes_jfk_with_its_padding_cached():

@@ -43,7 +43,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         choices=["computed", "cached"],
         help="a window's padding past its audio (computed, the default: every position encoded; "
         "cached, with the openvino encoder: taken from a silent window's states, a short clip's "
-        "encoder 2-4x cheaper, a few words lost: docs/performance.md)",
+        "encoder 2-3x cheaper, a few words changed: docs/performance.md)",
     )
     parser.add_argument(
         "--decoder-runtime",
