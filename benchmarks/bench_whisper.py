@@ -78,7 +78,8 @@ def ljspeech_clips(data: str) -> tuple[list[str], list[str]]:
         wave, rate = sf.read(recording)
         for r, path in zip(rows, files):
             start, end = (round(float(r[k]) * rate) for k in ("start_s", "end_s"))
-            sf.write(path, wave[start:end], rate)
+            sf.write(f"{path}.part.flac", wave[start:end], rate)
+            os.replace(f"{path}.part.flac", path)  # an interrupted cut is not taken for a clip
     return files, [r["normalized_text"] for r in rows]
 
 
