@@ -181,7 +181,8 @@ def scriba_run(engine: Engine, prompts, new_tokens: int, device) -> tuple[float,
         t0 = time.perf_counter()
         advanced = engine.step()  # ends reading a step's tokens: no sync needed (async: a step late)
         elapsed = time.perf_counter() - t0
-        kind = kinds["admitting" if scheduled and scheduled[-1].prefills else "decoding"]
+        admits = scheduled and (scheduled[-1].prefills or scheduled[-1].encodes or scheduled[-1].prompts)
+        kind = kinds["admitting" if admits else "decoding"]
         kind[0], kind[1] = kind[0] + 1, kind[1] + elapsed
         for out in advanced:
             outputs[out.request_id] = out
@@ -329,8 +330,9 @@ VARIANTS = {
     "int8": ("on", "int8"),
 }
 # Suffixes: "-eager-encoder" runs the encoder without its CUDA graphs; "-packed-encoder" its
-# attention as packed varlen flash (the kernel before equal_length_attention), not dense SDPA.
-SUFFIXES = ("+launch", "-eager-encoder", "-packed-encoder")
+# attention as packed varlen flash (the kernel before equal_length_attention), not dense SDPA;
+# "+encoder-stream" EngineConfig.encoder_stream (the encoder on its own CUDA stream, beside decode).
+SUFFIXES = ("+launch", "-eager-encoder", "-packed-encoder", "+encoder-stream")
 
 
 def base_variant(name: str) -> str:
@@ -351,7 +353,9 @@ def variants(args) -> list[tuple[str, str, str]]:
     return [(n, *VARIANTS[base[n]]) for n in names]
 
 
-def run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype, encoder_graphs=True):
+def run_scriba(
+    args, folder, prompts, async_scheduling, kv_cache_dtype, encoder_graphs=True, encoder_stream=False
+):
     """(wall, decode step, exposed host time or None, step split, tokens); the engine is freed after."""
     engine = Engine(
         folder,
@@ -360,6 +364,7 @@ def run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype, encoder_
         max_num_seqs=max(args.batch, 1),
         async_scheduling={"on": True, "off": False}.get(async_scheduling),
         kv_cache_dtype=kv_cache_dtype,
+        encoder_stream=encoder_stream,
     )
     if not encoder_graphs:
         engine.runner.model.encoder_graphs = None
@@ -393,7 +398,7 @@ def run_variants(args, folder, prompts) -> list[tuple[str, str, tuple, list[list
             )
         try:
             wall, step, host, split, tokens = run_scriba(
-                args, folder, prompts, async_scheduling, kv_cache_dtype, graphs
+                args, folder, prompts, async_scheduling, kv_cache_dtype, graphs, "+encoder-stream" in label
             )
         finally:
             backends.CudaBackend.encoder_attention = dense

@@ -46,6 +46,12 @@ class EngineConfig:
     # CPU nothing runs while the host packs, so there is nothing to hide). Steps with beam search
     # or an n > 1 request's first token are read back at once.
     async_scheduling: bool | None = None
+    # Admitted requests' encoder (and their cross-attention K/V writes) run apart from the decode
+    # steps: on a GPU on a CUDA stream of their own, so the running requests decode while the next
+    # windows encode; a request's prompt joins the first step after its encoder finished
+    # (engine/encoder_stream.py). On the CPU the encoder runs when admitted, the prompt a step
+    # later. Off by default: not yet measured faster on a GPU (benchmarks/bench_gpu.py).
+    encoder_stream: bool = False
     # "torch" anywhere; "numba" (its decode attention) on the CPU in float32; "cuda" (flash
     # prefill + Triton) or "triton" on a GPU. "auto": "cuda" on a GPU, "numba" on a float32 CPU.
     attention_backend: str = "auto"

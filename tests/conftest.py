@@ -22,16 +22,20 @@ from tiny_models import make_tiny_model  # noqa: E402
 # How CI runs the suite on two cores (the README's test command): two pytest-xdist workers take the
 # modules not marked `alone`, then one process runs the `alone` ones with the machine to themselves.
 # Alone: what keeps real time (a browser's fake microphone, live chunks, a hang-up's deadline, the
-# docs' servers on fixed ports), where a second worker on the other core starves it.
+# docs' servers on fixed ports), where a second worker on the other core starves it. Test id prefixes.
 ALONE = (
     "tests/app/ui/test_ui_browser.py",
     "tests/app/server/test_server.py",
     "tests/app/server/test_realtime.py",  # audio streamed at a pace, partial text expected meanwhile
     "tests/transcription/test_live.py",
-    "tests/docs/",
+    "tests/docs/test_examples.py::test_server_block",
 )
-# Modules that start a local Ray share one worker: two Ray clusters on two cores starve each other.
-ONE_WORKER = {"ray": ("tests/app/cluster/",)}
+# Tests that start a local Ray share one worker: two Ray clusters on two cores starve each other.
+ONE_WORKER = {
+    "ray": ("tests/app/cluster/", "tests/docs/test_examples.py::test_block_runs_as_pasted[docs/cluster")
+}
+# Each test its own group (independent subprocesses, ~5-27 s each): they spread over both workers.
+SPREAD = ("tests/docs/test_examples.py::test_block_runs_as_pasted",)
 
 
 def pytest_configure(config):
@@ -41,12 +45,14 @@ def pytest_configure(config):
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Marks ALONE's tests `alone`; for `--dist loadgroup`, every module is one group (its module
-    fixtures built once per run) and the modules of ONE_WORKER's groups share a worker."""
+    fixtures built once per run) but for SPREAD's tests, each a group, and ONE_WORKER's tests share
+    a worker."""
     for item in items:
-        path = item.nodeid.split("::")[0]
-        if path.startswith(ALONE):
+        test = item.nodeid
+        if test.startswith(ALONE):
             item.add_marker(pytest.mark.alone)
-        group = next((g for g, prefixes in ONE_WORKER.items() if path.startswith(prefixes)), path)
+        group = test if test.startswith(SPREAD) else test.split("::")[0]
+        group = next((g for g, prefixes in ONE_WORKER.items() if test.startswith(prefixes)), group)
         item.add_marker(pytest.mark.xdist_group(group))
 
 

@@ -73,6 +73,7 @@ class Engine:
             config.attention_backend,
             config.torch_kv_cache_dtype,
             config.decoder_runtime,
+            config.encoder_stream,
         )
         self._build_kv_cache()
         self.scheduler = Scheduler(config, self.block_manager)
@@ -215,6 +216,8 @@ class Engine:
         an n > 1 request's first token is read at once (the host decides what runs next)."""
         sched = self.scheduler.schedule()
         launched = self.runner.launch(sched, self.block_manager, feed=self.in_flight)
+        if not launched.rows and not sched.encodes and self.runner.encoder_stream is not None:
+            self.runner.encoder_stream.wait_oldest()  # nothing runs until an encoder finishes: no spinning
         at_once = not self.config.async_scheduling or any(
             g.beam is not None or g.needs_fork for g, _ in launched.rows
         )

@@ -16,6 +16,7 @@ import torch
 from scriba.engine.cross_attention_weights import cross_attention_weights
 from scriba.engine.cuda_graphs import DecodeGraphs
 from scriba.engine.encoder_graphs import EncoderGraphs
+from scriba.engine.encoder_stream import EncoderStream
 from scriba.engine.sampler import DeviceSamples, Sample, SampleRow, log_softmax_at, sample_on_device
 from scriba.engine.sequence import PENDING, Sequence, SequenceGroup
 from scriba.engine.staging import HostStaging
@@ -104,6 +105,7 @@ class ModelRunner:
         backend: str = "auto",
         kv_cache_dtype: torch.dtype | None = None,  # None: dtype
         decoder_runtime: str = "torch",  # EngineConfig.decoder_runtime
+        encoder_stream: bool = False,  # EngineConfig.encoder_stream
     ):
         self.model = model
         self.device = torch.device(device)
@@ -120,6 +122,9 @@ class ModelRunner:
         self.staging = HostStaging(self.device)
         self.self_rows, self.cross_rows = TableRows(), TableRows()  # decode block tables, kept between steps
         self.decode_step = self._numba_decode_step(decoder_runtime)
+        self.encoder_stream = (
+            EncoderStream(model, self.device, dtype, block_size, self.backend) if encoder_stream else None
+        )
 
     def _numba_decode_step(self, runtime: str) -> NumbaDecoderStep | None:
         """The numba decode step where `runtime` asks for it ("numba") or allows it ("auto")."""
@@ -239,28 +244,34 @@ class ModelRunner:
         swap_blocks(device, host, sched.blocks_to_swap_out)
         swap_blocks(host, device, sched.blocks_to_swap_in)
         copy_blocks(device, sched.blocks_to_copy)
+        if sched.wait_for_encoder:
+            self.encoder_stream.fence()
+        if sched.encodes:
+            self.encoder_stream.launch(running_groups(sched.encodes, blocks))
         prefills, decodes = running_groups(sched.prefills, blocks), running_groups(sched.decodes, blocks)
-        if not prefills and not decodes:
+        prompts = running_groups(sched.prompts, blocks)
+        if not prefills and not decodes and not prompts:
             self.self_rows.gather([], [])  # sequences away from this step may come back changed
             self.cross_rows.gather([], [])
             return LaunchedStep([])
-        step = self.prepare_inputs(prefills, decodes, feed)
+        step = self.prepare_inputs(prefills, decodes, feed, prompts)
         queries = step.prompt_logprob_queries
         query_rows = to_device([i for _, i, _ in queries], self.device) if queries else None
+        picked = step.sample_indices if query_rows is None else torch.cat([step.sample_indices, query_rows])
+        # a decode-only step samples every row, in order; prompt rows (encoder stream) only their last
+        every_row = query_rows is None and len(step.rows) == step.meta.num_decoder_tokens
         if self.graphs is not None and self.graphs.fits(step.meta):
             logits = self.graphs.run(step.input_ids, step.positions, step.meta).float()
+            logits = logits if every_row else logits[picked]
         elif self.decode_step is not None and self.decode_step.fits(step.meta):
             hidden = self.decode_step(step.input_ids, step.positions, step.meta)
-            logits = self.decode_step.logits(hidden)  # a decode-only step samples every row, in order
+            logits = self.decode_step.logits(hidden if every_row else hidden[picked])
         else:
             if self._prefill_fits_numba(step, prefills):
                 hidden = self._numba_prefill(step, prefills)
             else:
                 encoder = (step.encoder_inputs, step.encoder_positions)
                 hidden = self.model(step.input_ids, step.positions, step.meta, *encoder)
-            picked = (
-                step.sample_indices if query_rows is None else torch.cat([step.sample_indices, query_rows])
-            )
             logits = self._logits(hidden[picked])  # the sampled rows' and the queried ones' in one pass
         asked = None
         if queries:  # raw log-probs at prompt positions, before any rule
@@ -318,13 +329,19 @@ class ModelRunner:
         )
 
     def prepare_inputs(
-        self, prefills: list[Running], decodes: list[Running], feed: LaunchedStep | None = None
+        self,
+        prefills: list[Running],
+        decodes: list[Running],
+        feed: LaunchedStep | None = None,
+        prompts: list[Running] = (),
     ) -> StepInputs:
-        """Pack [prefill tokens | decode tokens], build the step's attention metadata, and move
-        its integer inputs to the device in one copy; PENDING input tokens are taken from
+        """Pack [prefill tokens | decode tokens | prompt rows], build the step's attention metadata,
+        and move its integer inputs to the device in one copy; PENDING input tokens are taken from
         `feed`'s samples there."""
         pre = pack_prefills(prefills, self.block_size)
-        dec = pack_decodes(decodes, len(pre.input_ids), self.self_rows, self.cross_rows, self.block_size)
+        dec = pack_decodes(
+            decodes, len(pre.input_ids), self.self_rows, self.cross_rows, self.block_size, prompts
+        )
         arrays = step_arrays(pre, dec)
         late = np.flatnonzero(dec.input_ids == PENDING)
         if len(late):  # where each pending token is among the previous step's samples
@@ -344,7 +361,7 @@ class ModelRunner:
             meta=meta,
             sample_indices=t["sample_indices"],
             rows=pre.rows + dec.rows,
-            prompt_logprob_queries=pre.prompt_logprob_queries,
+            prompt_logprob_queries=pre.prompt_logprob_queries + dec.prompt_logprob_queries,
         )
 
     def _metadata(self, pre: Prefills, dec: Decodes, t: dict[str, torch.Tensor]) -> AttentionMetadata:

@@ -4,7 +4,8 @@ Every step, in phases sharing one StepBudget: (1) running groups get a slot for 
 token; when blocks run out the newest running group is preempted (swapped to the CPU pool, or
 freed to be recomputed); (2) if nothing was preempted, swapped groups come back; (3) if none
 are left swapped, waiting groups are admitted under the token budget and the sequence cap. Prefills and
-decodes of one step run together in one forward pass.
+decodes of one step run together in one forward pass. Under EngineConfig.encoder_stream an admitted
+group's encoder runs apart (`encodes`), and its prompt joins the first step after it finished (`prompts`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 
 from scriba.config import EngineConfig
 from scriba.engine.block_manager import AllocStatus, BlockManager
-from scriba.engine.sequence import SequenceGroup, SequenceStatus
+from scriba.engine.sequence import EncoderRun, SequenceGroup, SequenceStatus
 
 
 @dataclass
@@ -25,8 +26,14 @@ class SchedulerOutputs:
     blocks_to_swap_out: list[tuple[int, int]] = field(default_factory=list)  # (device, cpu)
     blocks_to_copy: list[tuple[int, int]] = field(default_factory=list)  # (src, dst), device
     aborted: list[SequenceGroup] = field(default_factory=list)  # could never fit
-    # running groups left out of this step: their pending token is their last (asynchronous)
+    # running groups left out of this step: their pending token is their last (asynchronous), or
+    # their encoder, launched apart, has not finished
     held: list[SequenceGroup] = field(default_factory=list)
+    # encoder_stream: admitted groups whose encoder runs apart, and encoded ones whose prompt runs
+    encodes: list[SequenceGroup] = field(default_factory=list)
+    prompts: list[SequenceGroup] = field(default_factory=list)
+    # blocks of a group still encoding were freed: the step waits for the encoder before reusing them
+    wait_for_encoder: bool = False
 
 
 @dataclass
@@ -55,6 +62,7 @@ class Scheduler:
         self.swapped: deque[SequenceGroup] = deque()
         self.num_swapped_out = 0  # preemptions by swap, over the engine's life
         self.num_recomputed = 0  # preemptions by recompute
+        self._freed_while_encoding = False
 
     def add(self, group: SequenceGroup) -> None:
         self.waiting.append(group)
@@ -76,6 +84,12 @@ class Scheduler:
     def free_group(self, group: SequenceGroup) -> None:
         for seq in group.seqs:
             self.block_manager.free(seq.seq_id)
+        self._free_cross(group)
+
+    def _free_cross(self, group: SequenceGroup) -> None:
+        if group.encoder_run is not None and not group.encoder_run.done():  # it may still write them
+            self._freed_while_encoding = True
+        group.encoder_run = None
         self.block_manager.free_cross(group.request_id)
 
     def remove_finished(self) -> None:
@@ -96,7 +110,9 @@ class Scheduler:
         step = StepBudget(self.config.max_num_batched_tokens, self.config.max_num_seqs)
         if self._decode_running(out, step) and self._swap_in(out, step):
             self._admit_waiting(out, step)
-        self.running = sorted(out.prefills + out.decodes + out.held, key=lambda g: g.arrival)
+        scheduled = out.prefills + out.decodes + out.held + out.encodes + out.prompts
+        self.running = sorted(scheduled, key=lambda g: g.arrival)
+        out.wait_for_encoder, self._freed_while_encoding = self._freed_while_encoding, False
         return out
 
     def _decode_running(self, out: SchedulerOutputs, step: StepBudget) -> bool:
@@ -105,6 +121,9 @@ class Scheduler:
         queue, preempted = deque(self.running), False
         while queue:
             group = queue.popleft()
+            if group.encoder_run is not None:
+                self._prompt_once_encoded(group, out, step)
+                continue
             seqs = [s for s in group.seqs_with(SequenceStatus.RUNNING) if not s.capped]
             if not seqs:  # its last tokens reach a length limit, still pending (asynchronous)
                 out.held.append(group)
@@ -119,6 +138,18 @@ class Scheduler:
             else:
                 self._grow(group, seqs, out, step)
         return not preempted
+
+    def _prompt_once_encoded(self, group: SequenceGroup, out: SchedulerOutputs, step: StepBudget) -> None:
+        """An admitted group whose encoder runs apart: its prompt joins the step once its cross K/V
+        are cached (its slots were allocated when it was admitted), else it waits, held."""
+        seqs = group.seqs_with(SequenceStatus.RUNNING)
+        if not group.encoder_run.done():
+            out.held.append(group)
+            step.take(_num_new(group, seqs), 0)  # its sequences count against the cap all the same
+            return
+        group.encoder_run = None
+        out.prompts.append(group)
+        step.take(len(seqs), sum(len(s.token_ids) for s in seqs))
 
     def _swap_in(self, out: SchedulerOutputs, step: StepBudget) -> bool:
         """Swapped groups come back, oldest first, while they fit. True when none is left out."""
@@ -154,17 +185,19 @@ class Scheduler:
                     seq.status = SequenceStatus.FINISHED_ABORTED
                 out.aborted.append(group)
                 continue
-            alone = not (out.decodes or out.prefills)
-            # Samples fork right after prefill, and beams grow to beam_width.
-            num_new = group.params.num_seqs if group.needs_fork or group.params.use_beam_search else len(seqs)
-            cost = group.encoder_len + sum(lengths)
+            alone = not (out.decodes or out.prefills or out.encodes or out.prompts)
+            num_new = _num_new(group, seqs)
+            apart = self.config.encoder_stream  # the prompt's tokens are counted when it runs
+            cost = group.encoder_len + (0 if apart else sum(lengths))
             if status is AllocStatus.LATER or (not alone and not step.fits(num_new, cost)):
                 break
             self.waiting.popleft()
             bm.allocate(group.request_id, group.encoder_len, {s.seq_id: n for s, n in zip(seqs, lengths)})
             for seq in seqs:
                 seq.status = SequenceStatus.RUNNING
-            out.prefills.append(group)
+            if apart:
+                group.encoder_run = EncoderRun()
+            (out.encodes if apart else out.prefills).append(group)
             step.take(num_new, cost)
 
     def _grow(self, group: SequenceGroup, seqs: list, out: SchedulerOutputs, step: StepBudget) -> None:
@@ -181,7 +214,9 @@ class Scheduler:
         bm = self.block_manager
         seqs = group.seqs_with(SequenceStatus.RUNNING)
         seq_ids = [s.seq_id for s in seqs]
-        if self.config.preemption_mode == "swap" and bm.can_swap_out(group.request_id, seq_ids):
+        # A group whose prompt has not run is recomputed: swapped back in, it would decode.
+        swap = self.config.preemption_mode == "swap" and group.encoder_run is None
+        if swap and bm.can_swap_out(group.request_id, seq_ids):
             out.blocks_to_swap_out += bm.swap_out(group.request_id, seq_ids)
             for seq in seqs:
                 seq.status = SequenceStatus.SWAPPED
@@ -191,6 +226,11 @@ class Scheduler:
             for seq in seqs:
                 bm.free(seq.seq_id)
                 seq.status = SequenceStatus.WAITING
-            bm.free_cross(group.request_id)
+            self._free_cross(group)
             self.waiting.appendleft(group)
             self.num_recomputed += 1
+
+
+def _num_new(group: SequenceGroup, seqs: list) -> int:
+    """The sequences its prefill leads to: samples fork right after it, and beams grow to beam_width."""
+    return group.params.num_seqs if group.needs_fork or group.params.use_beam_search else len(seqs)

@@ -93,6 +93,19 @@ class Sequence:
         return child
 
 
+class EncoderRun:
+    """A group's encoder, launched apart from the decoder steps (EngineConfig.encoder_stream).
+    `event`: recorded on the encoder's CUDA stream after its cross K/V writes; None on the CPU,
+    where the encoder ran when the group was admitted."""
+
+    def __init__(self):
+        self.event = None
+
+    def done(self) -> bool:
+        """Its cross K/V are in the cache (never waits)."""
+        return self.event is None or self.event.query()
+
+
 class SequenceGroup:
     """One request: its inputs, settings, RNG, and decoder sequences (samples or beams)."""
 
@@ -115,6 +128,8 @@ class SequenceGroup:
         self.prompt_logprob_query = None  # a PromptLogprobQuery, read at prefill
         self.prompt_logprob: float | None = None  # what it read
         self.echo: dict | None = None  # the RequestOutput fields that never change
+        # encoder_stream: set when admitted, until its prompt joins a step (its cross K/V cached)
+        self.encoder_run: EncoderRun | None = None
 
     @property
     def encoder_len(self) -> int:

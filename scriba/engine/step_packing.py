@@ -1,6 +1,7 @@
 """One step's inputs packed without padding: every prefill token, then one token per decoding
-sequence, as numpy arrays named as the model's inputs and AttentionMetadata's fields, moved to
-the device in one copy (staging.py)."""
+sequence (and every prompt token of the groups whose cross K/V the encoder stream cached), as
+numpy arrays named as the model's inputs and AttentionMetadata's fields, moved to the device in
+one copy (staging.py)."""
 
 from __future__ import annotations
 
@@ -40,14 +41,16 @@ class Decodes:
     input_ids: np.ndarray  # [n] int64
     positions: np.ndarray  # [n] int64
     slot_mapping: np.ndarray  # [n] int64
-    sample_indices: np.ndarray  # [n] int64
+    sample_indices: np.ndarray  # [rows] int64: n for decodes alone, fewer with prompt rows
     decode_block_tables: np.ndarray  # [n, max_blocks] int32
     decode_seq_lens: np.ndarray  # [n] int32
     cross_block_tables: np.ndarray  # [n, max_cross_blocks] int32
     cross_seq_lens: np.ndarray  # [n] int32
     table_lists: list[list[int]]
     cross_table_lists: list[list[int]]
-    rows: list
+    rows: list  # per sampled row
+    # (request id, token index in the step, token id) per prompt_logprob_query of a prompt's rows
+    prompt_logprob_queries: list = field(default_factory=list)
 
 
 # The step's staged integer arrays, named as the fields of AttentionMetadata they become.
@@ -180,22 +183,44 @@ def max_diff(cu: list[int]) -> int:
 
 
 def pack_decodes(
-    decodes: list[Running], offset: int, self_rows: TableRows, cross_rows: TableRows, block_size: int
+    decodes: list[Running],
+    offset: int,
+    self_rows: TableRows,
+    cross_rows: TableRows,
+    block_size: int,
+    prompts: list[Running] = (),
 ) -> Decodes:
     """One token per running sequence: its last token at position length - 1 (PENDING where it
     is still on the device: the runner fills it in there), its slot from its (persistent) block
-    table row."""
-    rows, last, lens, tables, cross_keys, cross_block_tables, cross_seq_lens = [], [], [], [], [], [], []
+    table row. Then each of `prompts` (groups whose cross K/V the encoder stream cached): every
+    token of each sequence as a row reading its sequence up to itself, sampled at its last."""
+    rows, last, lens, keys, tables, cross_keys, cross_block_tables, cross_seq_lens = ([] for _ in range(8))
     for group, seqs, seq_tables, cross_table in decodes:
         for seq, table in zip(seqs, seq_tables):
             last.append(seq.token_ids[-1])
             lens.append(len(seq.token_ids))
+            keys.append(seq.seq_id)
             tables.append(table)
             cross_keys.append(group.request_id)
             cross_block_tables.append(cross_table)
             cross_seq_lens.append(group.encoder_len)
             rows.append((group, seq))
-    keys = [seq.seq_id for _, seq in rows]
+    sampled, queries = list(range(len(rows))), []
+    for group, seqs, seq_tables, cross_table in prompts:
+        query = group.prompt_logprob_query
+        if query is not None:
+            queries.append((group.request_id, offset + len(last) + query.position, query.token_id))
+        for seq, table in zip(seqs, seq_tables):
+            n = len(seq.token_ids)
+            last += seq.token_ids
+            lens += range(1, n + 1)
+            keys += [seq.seq_id] * n
+            tables += [table] * n
+            cross_keys += [group.request_id] * n
+            cross_block_tables += [cross_table] * n
+            cross_seq_lens += [group.encoder_len] * n
+            sampled.append(len(last) - 1)
+            rows.append((group, seq))
     decode_block_tables = self_rows.gather(keys, tables)
     lens_arr = np.asarray(lens, dtype=np.int32)
     pos = lens_arr.astype(np.int64) - 1
@@ -205,7 +230,7 @@ def pack_decodes(
         input_ids=np.asarray(last, dtype=np.int64),
         positions=pos,
         slot_mapping=slots,
-        sample_indices=np.arange(offset, offset + len(pos), dtype=np.int64),
+        sample_indices=np.asarray(sampled, dtype=np.int64) + offset,
         decode_block_tables=decode_block_tables,
         decode_seq_lens=lens_arr,
         cross_block_tables=cross_rows.gather(cross_keys, cross_block_tables),
@@ -213,4 +238,5 @@ def pack_decodes(
         table_lists=tables,
         cross_table_lists=cross_block_tables,
         rows=rows,
+        prompt_logprob_queries=queries,
     )

@@ -136,6 +136,18 @@ class BartForConditionalGeneration(EncoderDecoderModel):
             encoder_hidden = self.model.encoder(encoder_inputs, encoder_positions, meta)
         return self.model.decoder(input_ids, positions, meta, encoder_hidden)
 
+    def write_cross_kv(
+        self,
+        encoder_inputs: torch.Tensor,  # [num_encoder_tokens] token ids
+        meta: AttentionMetadata,
+        encoder_positions: torch.Tensor | None = None,  # [num_encoder_tokens]
+    ) -> None:
+        """The encoder, and every decoder layer's cross-attention K/V of its states into the
+        cache at meta.cross_slot_mapping; the decoder is not run (EngineConfig.encoder_stream)."""
+        hidden = self.model.encoder(encoder_inputs, encoder_positions, meta)
+        for layer in self.model.decoder.layers:
+            layer.encoder_attn.write_cross_kv(layer.encoder_attn.kv_proj(hidden), meta)
+
     def output_projection(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(weight [vocab, d_model], bias [vocab]) of the logits."""
         weight = self.model.shared.weight if is_tied(self.config) else self.lm_head.weight

@@ -168,10 +168,12 @@ class WhisperForConditionalGeneration(EncoderDecoderModel):
             return graphs.run(features)
         return self.model.encoder(features, meta)
 
-    def write_cross_kv(self, encoder_inputs: torch.Tensor, meta: AttentionMetadata) -> None:
+    def write_cross_kv(
+        self, encoder_inputs: torch.Tensor, meta: AttentionMetadata, encoder_positions=None
+    ) -> None:
         """A prefill's windows [num_requests, mel_bins, num_frames] through the encoder, and every
         decoder layer's cross-attention K/V of them into the cache, the decoder not run (the
-        model runner's numba prefill runs the prompt tokens)."""
+        model runner's numba prefill, or the encoder stream; encoder_positions: unused)."""
         if self.encoder_runtime is not None:
             per_layer = self.encoder_runtime(encoder_inputs)
         else:

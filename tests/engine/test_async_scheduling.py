@@ -2,9 +2,14 @@
 sampled tokens before the host reads them. Every output must equal the synchronous engine's:
 tokens, log-probs, finish reasons, under stops, length caps, beams, forks, preemption, aborts."""
 
-import numpy as np
 import pytest
-from oracle import random_prompts
+from oracle import (
+    assert_same_outputs,
+    beams_and_forks_params,
+    completions,
+    mixed_sampling_params,
+    random_prompts,
+)
 
 from scriba import Engine, SamplingParams
 from scriba.engine.sequence import PENDING
@@ -22,26 +27,6 @@ def counting_launches(engine) -> list[bool]:
     return fed
 
 
-def completions(outputs) -> list:
-    return [
-        [(c.token_ids, c.finish_reason, c.stop_reason, c.logprobs) for c in out.outputs] for out in outputs
-    ]
-
-
-def assert_same(sync_outputs, async_outputs) -> None:
-    for a, b in zip(completions(sync_outputs), completions(async_outputs), strict=True):
-        assert [x[:3] for x in a] == [x[:3] for x in b]
-        for (*_, logprobs_a), (*_, logprobs_b) in zip(a, b):
-            for step_a, step_b in zip(logprobs_a or [], logprobs_b or [], strict=True):
-                assert step_a.keys() == step_b.keys()
-                np.testing.assert_allclose(
-                    [v.logprob for v in step_a.values()], [v.logprob for v in step_b.values()], atol=1e-5
-                )
-    for a, b in zip(sync_outputs, async_outputs):
-        for c, d in zip(a.outputs, b.outputs):
-            assert c.cumulative_logprob == pytest.approx(d.cumulative_logprob, abs=1e-4)
-
-
 def both(path, prompts, params, **config):
     """(sync outputs, async outputs, async engine, which async launches were fed)."""
     sync = Engine(path, async_scheduling=False, **config).generate(prompts, params)
@@ -53,18 +38,9 @@ def both(path, prompts, params, **config):
 def test_greedy_sampled_stops_and_length_caps_match(tiny_bart_eos):
     path, _ = tiny_bart_eos
     prompts = [{"prompt_token_ids": p} for p in random_prompts(8, seed=3, max_len=100)]
-    params = [
-        SamplingParams(max_tokens=24, logprobs=2),
-        SamplingParams(max_tokens=1),  # capped at its first token
-        SamplingParams(max_tokens=2, ignore_eos=True),
-        SamplingParams(temperature=0.9, top_p=0.9, seed=7, max_tokens=30, logprobs=1),
-        SamplingParams(temperature=1.2, top_k=20, seed=8, max_tokens=30),
-        SamplingParams(max_tokens=40, stop_token_ids=[17, 99, 140]),
-        SamplingParams(max_tokens=10_000, ignore_eos=True),  # runs into the decoder's 256 positions
-        SamplingParams(max_tokens=17, ignore_eos=True, logprobs=0),
-    ]
+    params = mixed_sampling_params()
     sync, outputs, engine, fed = both(path, prompts, params, num_kv_blocks=600)
-    assert_same(sync, outputs)
+    assert_same_outputs(sync, outputs)
     reasons = [c[1] for out in completions(outputs) for c in out]
     assert "stop" in reasons and "length" in reasons
     assert len(outputs[6].outputs[0].token_ids) == 256 - len(outputs[6].prompt_token_ids)
@@ -77,16 +53,9 @@ def test_greedy_sampled_stops_and_length_caps_match(tiny_bart_eos):
 def test_beams_and_forks_read_at_once_beside_async_rows(tiny_bart_eos):
     path, _ = tiny_bart_eos
     prompts = [{"prompt_token_ids": p} for p in random_prompts(6, seed=4, max_len=80)]
-    params = [
-        SamplingParams(max_tokens=20),
-        SamplingParams(beam_width=3, max_tokens=12, length_penalty=1.0),
-        SamplingParams(n=3, temperature=1.0, seed=5, max_tokens=15, logprobs=1),
-        SamplingParams(max_tokens=25, logprobs=3),
-        SamplingParams(n=2, temperature=0.7, seed=6, max_tokens=8),
-        SamplingParams(max_tokens=30),
-    ]
+    params = beams_and_forks_params()
     sync, outputs, _, fed = both(path, prompts, params, num_kv_blocks=800)
-    assert_same(sync, outputs)
+    assert_same_outputs(sync, outputs)
     assert any(fed)
 
 
@@ -99,7 +68,7 @@ def test_preemption_with_tokens_in_flight(tiny_bart_eos, mode):
     sync, outputs, engine, fed = both(path, prompts, params, **config)
     sched = engine.scheduler
     assert (sched.num_swapped_out if mode == "swap" else sched.num_recomputed) > 0
-    assert_same(sync, outputs)
+    assert_same_outputs(sync, outputs)
     assert sum(fed) > 10
     assert engine.block_manager.num_free() == engine.block_manager.num_total()
 
@@ -175,7 +144,7 @@ def test_preempted_while_its_stop_token_is_in_flight(tiny_bart_eos, mode, monkey
         max_tokens=60, ignore_eos=True, temperature=1.0, seed=k, stop_token_ids=[tokens[rid][n - 1]]
     )
     sync, outputs, engine, _ = both(path, prompts, params, **config)
-    assert_same(sync, outputs)
+    assert_same_outputs(sync, outputs)
     assert (
         outputs[k].outputs[0].token_ids == tokens[rid][:n] and outputs[k].outputs[0].finish_reason == "stop"
     )

@@ -3,7 +3,9 @@ real speech with known words (jfk.flac)."""
 
 import random
 
+import numpy as np
 import paths
+import pytest
 import torch
 from tiny_models import EOS, PAD
 
@@ -125,3 +127,55 @@ def scriba_token_times(engine, audio, heads, max_new=60, **prompt):
     positions = -(-len(audio) // 160) // 2
     times = token_times(gen.cross_attentions, len(out.prompt_token_ids), len(gen.token_ids), positions)
     return out.prompt_token_ids + gen.token_ids, len(out.prompt_token_ids), times
+
+
+def completions(outputs) -> list:
+    return [
+        [(c.token_ids, c.finish_reason, c.stop_reason, c.logprobs) for c in out.outputs] for out in outputs
+    ]
+
+
+def assert_same_outputs(expected, outputs) -> None:
+    """Two engines' outputs of the same requests agree: tokens, finish and stop reasons exactly,
+    log-probs (each step's top ones, and the cumulative) to float32's rounding."""
+    for a, b in zip(completions(expected), completions(outputs), strict=True):
+        assert [x[:3] for x in a] == [x[:3] for x in b]
+        for (*_, logprobs_a), (*_, logprobs_b) in zip(a, b):
+            for step_a, step_b in zip(logprobs_a or [], logprobs_b or [], strict=True):
+                assert step_a.keys() == step_b.keys()
+                np.testing.assert_allclose(
+                    [v.logprob for v in step_a.values()], [v.logprob for v in step_b.values()], atol=1e-5
+                )
+    for a, b in zip(expected, outputs):
+        for c, d in zip(a.outputs, b.outputs):
+            assert c.cumulative_logprob == pytest.approx(d.cumulative_logprob, abs=1e-4)
+
+
+def mixed_sampling_params() -> list:
+    """8 requests' settings for comparing two engine settings: greedy, sampled, stops, caps."""
+    from scriba import SamplingParams
+
+    return [
+        SamplingParams(max_tokens=24, logprobs=2),
+        SamplingParams(max_tokens=1),  # capped at its first token
+        SamplingParams(max_tokens=2, ignore_eos=True),
+        SamplingParams(temperature=0.9, top_p=0.9, seed=7, max_tokens=30, logprobs=1),
+        SamplingParams(temperature=1.2, top_k=20, seed=8, max_tokens=30),
+        SamplingParams(max_tokens=40, stop_token_ids=[17, 99, 140]),
+        SamplingParams(max_tokens=10_000, ignore_eos=True),  # runs into the decoder's 256 positions
+        SamplingParams(max_tokens=17, ignore_eos=True, logprobs=0),
+    ]
+
+
+def beams_and_forks_params() -> list:
+    """6 requests' settings with beams and n > 1 forks among plain ones."""
+    from scriba import SamplingParams
+
+    return [
+        SamplingParams(max_tokens=20),
+        SamplingParams(beam_width=3, max_tokens=12, length_penalty=1.0),
+        SamplingParams(n=3, temperature=1.0, seed=5, max_tokens=15, logprobs=1),
+        SamplingParams(max_tokens=25, logprobs=3),
+        SamplingParams(n=2, temperature=0.7, seed=6, max_tokens=8),
+        SamplingParams(max_tokens=30),
+    ]

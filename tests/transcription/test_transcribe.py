@@ -293,6 +293,24 @@ def test_async_scheduling_gives_the_same_transcript(jfk):
     assert words[1] == words[0] and len(words[0]) > 60
 
 
+def test_the_encoder_apart_gives_the_same_transcript(jfk, monkeypatch):
+    """EngineConfig.encoder_stream on real weights: one window, whose prompt runs in the numba
+    step either way (after its encoder in the same step, or a step later): the same segments,
+    word times and no-speech probability."""
+    from scriba.engine.encoder_stream import EncoderStream
+
+    launches, launch = [], EncoderStream.launch
+    monkeypatch.setattr(
+        EncoderStream, "launch", lambda self, encodes: launches.append(1) or launch(self, encodes)
+    )
+    runs = [scriba.transcribe((jfk, 16000), word_timestamps=True, encoder_stream=a) for a in (False, True)]
+    assert launches  # the second run encoded apart
+    apart, inline = ([(s.text, s.start, s.end, s.no_speech_prob) for s in r.segments] for r in runs)
+    assert apart == inline and "my fellow americans" in runs[0].text.lower()
+    words = [[(w.word, w.start, w.end) for s in r.segments for w in s.words] for r in runs]
+    assert words[1] == words[0] and len(words[0]) > 20
+
+
 def test_async_scheduling_gives_the_same_transcript_in_the_numba_step(jfk, monkeypatch):
     """The default CPU decode step (the numba one) under asynchronous scheduling: one window,
     so one row in every decode step either way, and the same segments and word times."""
