@@ -23,15 +23,20 @@ def test_variants_run_on_the_same_weights_and_compare_tokens(tmp_path):
     bench_gpu.LINES.clear()
     argv = ["--tiny", "--device", "cpu", "--batch", "3", "--new-tokens", "5", "--models", "whisper"]
     dense = bench_gpu.backends.CudaBackend.encoder_attention
-    variants = "async,sync-packed-encoder,fp8"
+    variants = "async,sync-packed-encoder,fp8,async+encoder-stream"
     bench_gpu.main([*argv, "--skip-transformers", "--profile", "--variants", variants, "--out", str(out)])
     report = out.read_text()
     assert "## tiny Whisper (async)" in report and "## tiny Whisper (fp8)" in report
-    assert "## tiny Whisper (sync-packed-encoder)" in report
+    assert (
+        "## tiny Whisper (sync-packed-encoder)" in report
+        and "## tiny Whisper (async+encoder-stream)" in report
+    )
     assert bench_gpu.backends.CudaBackend.encoder_attention == dense  # the variant's patch undone
     # scheduling changes no token; tiny random weights keep fp8's argmax too
-    assert report.count("greedy tokens identical to (async): 3/3 sequences") == 2
+    assert report.count("greedy tokens identical to (async): 3/3 sequences") == 3
     assert report.count("Scriba's steps (host time of each step() call): 1 admitting steps") == 3
+    # the encoder apart: a step encodes, the next runs the prompts (on the CPU, right after)
+    assert report.count("Scriba's steps (host time of each step() call): 2 admitting steps") == 1
     # exposed host time from unprofiled steps, the profiled figure beside it
-    assert report.count("exposed host time per decode step (unprofiled step less profiled device time)") == 3
-    assert report.count("the 20 steps before, unprofiled:") == 3
+    assert report.count("exposed host time per decode step (unprofiled step less profiled device time)") == 4
+    assert report.count("the 20 steps before, unprofiled:") == 4

@@ -99,6 +99,8 @@ def test_a_group_waits_for_its_encoder_and_its_abort_fences_the_next_step(tiny_b
     for i, p in enumerate(prompts):
         engine.add_request(f"r{i}", {"prompt_token_ids": p}, params)
     engine.step()  # all three admitted, encoded
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()  # on a GPU their encoders run on a stream of their own
     engine.groups["r0"].encoder_run.event = NeverDone()
     engine.step()
     assert steps[-1] == (0, 2, 0)  # r0 held: its encoder "runs"
