@@ -21,6 +21,7 @@ its decode step is (wall - encoder time) / new tokens.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import statistics
@@ -331,8 +332,10 @@ VARIANTS = {
 }
 # Suffixes: "-eager-encoder" runs the encoder without its CUDA graphs; "-packed-encoder" its
 # attention as packed varlen flash (the kernel before equal_length_attention), not dense SDPA;
-# "+encoder-stream" EngineConfig.encoder_stream (the encoder on its own CUDA stream, beside decode).
-SUFFIXES = ("+launch", "-eager-encoder", "-packed-encoder", "+encoder-stream")
+# "+encoder-stream" EngineConfig.encoder_stream (the encoder on its own CUDA stream, beside decode);
+# "+decode-priority" the engine's steps on a high-priority stream (its kernels start first as SMs free
+# up while the encoder's are also waiting; bench_overlap_gpu.py's priority case, in the engine).
+SUFFIXES = ("+launch", "-eager-encoder", "-packed-encoder", "+encoder-stream", "+decode-priority")
 
 
 def base_variant(name: str) -> str:
@@ -353,10 +356,10 @@ def variants(args) -> list[tuple[str, str, str]]:
     return [(n, *VARIANTS[base[n]]) for n in names]
 
 
-def run_scriba(
-    args, folder, prompts, async_scheduling, kv_cache_dtype, encoder_graphs=True, encoder_stream=False
-):
-    """(wall, decode step, exposed host time or None, step split, tokens); the engine is freed after."""
+def run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype, label=""):
+    """(wall, decode step, exposed host time or None, step split, tokens) of the engine the variant
+    `label` names (SUFFIXES); the engine is freed after."""
+    encoder_stream = "+encoder-stream" in label
     engine = Engine(
         folder,
         device=args.device,
@@ -366,13 +369,17 @@ def run_scriba(
         kv_cache_dtype=kv_cache_dtype,
         encoder_stream=encoder_stream,
     )
-    if not encoder_graphs:
+    if "-eager-encoder" in label:
         engine.runner.model.encoder_graphs = None
-    scriba_run(engine, prompts[: min(4, args.batch)], 4, args.device)  # warm-up
-    wall, step, split, tokens = scriba_run(engine, prompts, args.new_tokens, args.device)
-    host = profile_decode(engine, prompts, args.device) if args.profile else None
-    if args.profile_admission:
-        profile_admission(engine, prompts, args.device)
+    steps_stream = contextlib.nullcontext()
+    if "+decode-priority" in label and torch.device(args.device).type == "cuda":
+        steps_stream = torch.cuda.stream(torch.cuda.Stream(priority=-1))
+    with steps_stream:
+        scriba_run(engine, prompts[: min(4, args.batch)], 4, args.device)  # warm-up
+        wall, step, split, tokens = scriba_run(engine, prompts, args.new_tokens, args.device)
+        host = profile_decode(engine, prompts, args.device) if args.profile else None
+        if args.profile_admission:
+            profile_admission(engine, prompts, args.device)
     del engine
     free(args.device)  # both KV caches do not fit beside each other
     return wall, step, host, split, tokens
@@ -390,7 +397,6 @@ def run_variants(args, folder, prompts) -> list[tuple[str, str, tuple, list[list
         )
         paged_decode_plan.LAUNCH.update({**default_launch, **launch})
         log(f"({label or 'scriba'}) paged decode launch: {paged_decode_plan.LAUNCH}")
-        graphs = "-eager-encoder" not in label
         dense = backends.CudaBackend.encoder_attention
         if "-packed-encoder" in label:  # TorchBackend's rule on this backend: packed varlen flash
             backends.CudaBackend.encoder_attention = classmethod(
@@ -398,7 +404,7 @@ def run_variants(args, folder, prompts) -> list[tuple[str, str, tuple, list[list
             )
         try:
             wall, step, host, split, tokens = run_scriba(
-                args, folder, prompts, async_scheduling, kv_cache_dtype, graphs, "+encoder-stream" in label
+                args, folder, prompts, async_scheduling, kv_cache_dtype, label
             )
         finally:
             backends.CudaBackend.encoder_attention = dense

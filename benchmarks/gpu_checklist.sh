@@ -10,7 +10,8 @@
 # The next lent GPU: env overlap kernels async variants (about 10 minutes): first whether the encoder
 # and the decode overlap on two streams (the RTFx targets' next design, benchmarks/NOTES.md session
 # 23), then the engine built on it (EngineConfig.encoder_stream: its identity tests under `async`,
-# its RTFx at batch 256 under `variants`, with and without fp8), then whatever changed since session 23.
+# its RTFx at batch 256 under `variants`: against the default, with the decode's steps on a high-priority
+# stream, and with fp8), then whatever changed since session 23.
 # Each stage has its own time limit, so one failure or hang leaves the others' results.
 set -u
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
@@ -30,7 +31,7 @@ for stage in $stages; do
     kernels) run kernels 180 python3 -m pytest -q -p no:cacheprovider tests/kernels tests/engine/test_gpu_path.py ;;
     engine) SCRIBA_TEST_FLOAT32=1 run engine 300 python3 -m pytest -q -p no:cacheprovider tests/models/test_bart_parity.py tests/whisper/test_whisper_parity.py tests/engine/test_sampling.py tests/engine/test_beam_search.py ;;
     async) SCRIBA_TEST_FLOAT32=1 run async 240 python3 -m pytest -q -p no:cacheprovider tests/engine/test_async_scheduling.py tests/engine/test_encoder_stream.py tests/models/test_bart_parity.py tests/whisper/test_whisper_parity.py -k "not off_on_the_cpu" ;;
-    variants) run variants 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants async,async+encoder-stream,fp8,fp8+encoder-stream --profile-admission --out "$OUT/gpu_whisper_b256_variants.txt" ;;
+    variants) run variants 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants async,async+encoder-stream,async+encoder-stream+decode-priority,fp8+encoder-stream --profile-admission --out "$OUT/gpu_whisper_b256_variants.txt" ;;
     variants64) run variants64 200 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --profile --variants async,sync,fp8 --out "$OUT/gpu_whisper_b64_variants.txt" ;;
     encgraphs) run encgraphs 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile-admission --variants async-eager-encoder,async,async-eager-encoder,async --out "$OUT/gpu_whisper_b256_encoder_graphs.txt" ;;
     encattn) run encattn 120 python3 benchmarks/bench_encoder_attention_gpu.py --out "$OUT/encoder_attention.txt" ;;
