@@ -334,8 +334,16 @@ VARIANTS = {
 # attention as packed varlen flash (the kernel before equal_length_attention), not dense SDPA;
 # "+encoder-stream" EngineConfig.encoder_stream (the encoder on its own CUDA stream, beside decode);
 # "+decode-priority" the engine's steps on a high-priority stream (its kernels start first as SMs free
-# up while the encoder's are also waiting; bench_overlap_gpu.py's priority case, in the engine).
-SUFFIXES = ("+launch", "-eager-encoder", "-packed-encoder", "+encoder-stream", "+decode-priority")
+# up while the encoder's are also waiting; bench_overlap_gpu.py's priority case, in the engine);
+# "+fp8-encoder" EngineConfig.encoder_quantization="fp8" (the encoder's products on fp8 tensor cores).
+SUFFIXES = (
+    "+launch",
+    "-eager-encoder",
+    "-packed-encoder",
+    "+encoder-stream",
+    "+decode-priority",
+    "+fp8-encoder",
+)
 
 
 def base_variant(name: str) -> str:
@@ -368,6 +376,7 @@ def run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype, label=""
         async_scheduling={"on": True, "off": False}.get(async_scheduling),
         kv_cache_dtype=kv_cache_dtype,
         encoder_stream=encoder_stream,
+        encoder_quantization="fp8" if "+fp8-encoder" in label else None,
     )
     if "-eager-encoder" in label:
         engine.runner.model.encoder_graphs = None

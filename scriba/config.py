@@ -10,6 +10,7 @@ _PREEMPTION_MODES = ("recompute", "swap")
 _BACKENDS = ("auto", "torch", "numba", "triton", "cuda")
 _QUANTIZATIONS = ("int8",)  # as scriba.models.quantize.QUANTIZATIONS (config imports no torch)
 _ENCODER_RUNTIMES = ("torch", "openvino")
+_ENCODER_QUANTIZATIONS = ("fp8",)  # as scriba.models.fp8_linear.ENCODER_QUANTIZATIONS
 _ENCODER_PADDINGS = ("computed", "cached")
 _DECODER_RUNTIMES = ("auto", "torch", "numba")
 
@@ -78,6 +79,11 @@ class EngineConfig:
     # taken from one silent window (a short clip's encoder 2-3x cheaper, not exact: a few words
     # and segment ends change; whisper/cached_padding.py); with encoder_runtime="openvino" only.
     encoder_padding: str = "computed"
+    # None: the encoder's products in `dtype`. "fp8": its feed-forward layers' products in e4m3,
+    # weights scaled per channel, activations per row (models/fp8_linear.py): for a GPU's fp8
+    # tensor cores (an H100's); on a CPU the same arithmetic, slower, to measure its precision.
+    # With encoder_runtime="torch".
+    encoder_quantization: str | None = None
     # What executes the decoder's decode-only steps of a few rows (a lone request's). "numba": the
     # whole stack and the logits as one numba call each over the int8 weights and the paged cache
     # (models/decoder_step.py; CPU, quantization="int8", a pre-norm decoder, a float32, float16,
@@ -178,6 +184,13 @@ class EngineConfig:
             )
         if self.encoder_padding == "cached" and self.encoder_runtime != "openvino":
             raise ValueError("encoder_padding='cached' needs encoder_runtime='openvino'")
+        quantization = self.encoder_quantization
+        if quantization is not None and quantization not in _ENCODER_QUANTIZATIONS:
+            raise ValueError(
+                f"encoder_quantization must be one of {_ENCODER_QUANTIZATIONS} or None, got {quantization!r}"
+            )
+        if quantization is not None and self.encoder_runtime != "torch":
+            raise ValueError(f"encoder_quantization={quantization!r} needs encoder_runtime='torch'")
 
     @property
     def torch_dtype(self):

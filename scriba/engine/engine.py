@@ -27,6 +27,7 @@ from scriba.engine.sequence import SequenceGroup, SequenceStatus
 from scriba.engine.threads import set_cpu_threads
 from scriba.engine.tokenizer import load_tokenizer
 from scriba.models import default_model_path, load_model
+from scriba.models.fp8_linear import quantize_encoder_fp8
 from scriba.models.quantize import quantize_int8
 
 logger = logging.getLogger("scriba")
@@ -51,6 +52,8 @@ class Engine:
         self.model.compile_encoder(
             config.encoder_runtime, torch.get_num_threads(), config.encoder_padding == "cached"
         )
+        if config.encoder_quantization == "fp8":
+            quantize_encoder_fp8(self.model)
         if config.quantization == "int8" or self._runs_int8_checkpoint():
             quantize_int8(self.model)
             config.quantization = "int8"

@@ -23,10 +23,10 @@ def test_variants_run_on_the_same_weights_and_compare_tokens(tmp_path):
     bench_gpu.LINES.clear()
     argv = ["--tiny", "--device", "cpu", "--batch", "3", "--new-tokens", "5", "--models", "whisper"]
     dense = bench_gpu.backends.CudaBackend.encoder_attention
-    variants = "async,sync-packed-encoder,fp8,async+encoder-stream+decode-priority"
+    variants = "async,sync-packed-encoder,fp8+fp8-encoder,async+encoder-stream+decode-priority"
     bench_gpu.main([*argv, "--skip-transformers", "--profile", "--variants", variants, "--out", str(out)])
     report = out.read_text()
-    assert "## tiny Whisper (async)" in report and "## tiny Whisper (fp8)" in report
+    assert "## tiny Whisper (async)" in report and "## tiny Whisper (fp8+fp8-encoder)" in report
     assert (
         "## tiny Whisper (sync-packed-encoder)" in report
         and "## tiny Whisper (async+encoder-stream+decode-priority)" in report
