@@ -7,7 +7,8 @@
 #           dense SDPA, cuDNN first, against packed varlen flash, each twice, alternating)
 #           launch256 launch64 (after tune: its fastest launch, /tmp/best_launch.json, against the default)
 #           overlap (the encoder and the decode on two streams at once: does one hide the other?)
-# The next lent GPU: env overlap kernels async variants (about 10 minutes): first whether the encoder
+# The next lent GPU: env overlap kernels async variants (about 11-12 minutes, in two device calls of
+# under 600 s: `env overlap kernels`, then `async variants`): first whether the encoder
 # and the decode overlap on two streams (the RTFx targets' next design, benchmarks/NOTES.md session
 # 23), then the engine built on it (EngineConfig.encoder_stream: its identity tests under `async`,
 # its RTFx at batch 256 under `variants`: against the default, with the decode's steps on a high-priority
