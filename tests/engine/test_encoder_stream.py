@@ -145,8 +145,9 @@ def test_prompt_rows_through_the_decode_graph_buffers(tiny_bart):
     )
     expected = Engine(path, **config).generate(prompts, params)
     engine = Engine(path, encoder_stream=True, **config)
-    if device == "cpu":
-        engine.runner.capture_decode_graphs(max_batch=8, max_self_blocks=8, max_cross_blocks=8, capture=False)
+    # up to 8 rows (max_num_seqs=2 would capture 2): a decode beside a prompt's rows; captured on a GPU
+    sizes = dict(max_batch=8, max_self_blocks=8, max_cross_blocks=8)
+    engine.runner.capture_decode_graphs(**sizes, capture=device == "cuda")
     fits, graphs_fit = [], engine.runner.graphs.fits
     engine.runner.graphs.fits = lambda meta: fits.append(graphs_fit(meta)) or fits[-1]
     steps = recording_steps(engine)
