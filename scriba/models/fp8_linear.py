@@ -40,18 +40,21 @@ class Fp8Linear(nn.Module):
         codes, scales = quantize(linear.weight.detach(), FP8)  # [out, in], [out]
         self.register_buffer("weight_t", codes.t())  # [in, out], column-major (as _scaled_mm takes it)
         self.register_buffer("weight_scales", scales[None, :].contiguous())  # [1, out] float32
-        self.bias = linear.bias
         self.out_features = linear.out_features
-        self.product_dtype = product_dtype(
-            linear.weight.device.type, linear.weight.dtype
-        )  # probed here, once
+        # the product's dtype, probed here once; the bias kept in it (an epilogue of the product)
+        self.product_dtype = product_dtype(linear.weight.device.type, linear.weight.dtype)
+        bias = None if linear.bias is None else linear.bias.detach().to(self.product_dtype)
+        self.register_buffer("bias", bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         codes, scales = quantize_rows_fp8(x.reshape(-1, x.shape[-1]))
-        out_dtype = self.product_dtype
-        bias = None if self.bias is None else self.bias.to(out_dtype)
         out = torch._scaled_mm(
-            codes, self.weight_t, scale_a=scales, scale_b=self.weight_scales, bias=bias, out_dtype=out_dtype
+            codes,
+            self.weight_t,
+            scale_a=scales,
+            scale_b=self.weight_scales,
+            bias=self.bias,
+            out_dtype=self.product_dtype,
         )
         return out.to(x.dtype).view(*x.shape[:-1], self.out_features)
 

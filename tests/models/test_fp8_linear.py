@@ -31,6 +31,33 @@ def test_the_product_is_the_codes_times_their_scales():
     torch.testing.assert_close(alone[0], out[1, 3], rtol=1e-5, atol=1e-6)  # (the sums' order may)
 
 
+def test_a_build_whose_row_wise_products_write_bfloat16_only(monkeypatch):
+    """Where torch._scaled_mm refuses the compute dtype as its output (some CUDA builds' row-wise
+    kernels), the product is made in bfloat16, its bias with it, and the result cast back."""
+    from scriba.models import fp8_linear
+
+    scaled_mm = torch._scaled_mm
+
+    def bfloat16_only(*args, out_dtype, **kwargs):
+        if out_dtype != torch.bfloat16:
+            raise RuntimeError("Only bf16 high precision output types are supported for row-wise scaling.")
+        return scaled_mm(*args, out_dtype=out_dtype, **kwargs)
+
+    monkeypatch.setattr(torch, "_scaled_mm", bfloat16_only)
+    fp8_linear.product_dtype.cache_clear()
+    try:
+        torch.manual_seed(2)
+        linear = nn.Linear(64, 32)
+        fp8 = Fp8Linear(linear)
+        x = torch.randn(5, 64)
+        with torch.no_grad():
+            out, exact = fp8(x), linear(x)
+    finally:
+        fp8_linear.product_dtype.cache_clear()  # probed again with the real op
+    assert fp8.product_dtype == torch.bfloat16 and fp8.bias.dtype == torch.bfloat16
+    assert out.dtype == torch.float32 and (out - exact).norm() / exact.norm() < 0.06
+
+
 def test_the_encoder_s_feed_forward_layers_only(tiny_whispers):
     path, _ = tiny_whispers["multilingual"]
     engine = Engine(path, num_kv_blocks=200, encoder_quantization="fp8")
