@@ -116,11 +116,13 @@ def main() -> None:
     same = sum(o.outputs[0].token_ids == ref for o, ref in zip(outs, hf_batched))
     lengths = [len(p) for p in prompts]
     print(
-        f"machine: {cpu_name()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, torch {torch.__version__}"
+        f"machine: {cpu_name()}, {os.cpu_count()} cores, "
+        f"{torch.get_num_threads()} torch threads, torch {torch.__version__}"
     )
     print("model: random bart-base shape (d_model 768, 6+6 layers), float32, CPU")
     print(
-        f"requests: {args.num_requests}, encoder lengths {min(lengths)}..{max(lengths)} (mean {sum(lengths) / len(lengths):.0f}), {args.new_tokens} new tokens each"
+        f"requests: {args.num_requests}, encoder lengths {min(lengths)}..{max(lengths)} "
+        f"(mean {sum(lengths) / len(lengths):.0f}), {args.new_tokens} new tokens each"
     )
     print(f"scriba                     {t_scriba:8.2f} s  {total / t_scriba:8.1f} tok/s")
     print(f"transformers batched       {t_batched:8.2f} s  {total / t_batched:8.1f} tok/s")

@@ -80,11 +80,13 @@ def main() -> None:
     lengths = [len(p) for p in prompts]
     n = len(prompts)
     print(
-        f"machine: {cpu_name()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, torch {torch.__version__}"
+        f"machine: {cpu_name()}, {os.cpu_count()} cores, "
+        f"{torch.get_num_threads()} torch threads, torch {torch.__version__}"
     )
     print("model: random bart-base shape (d_model 768, 6+6 layers), float32, CPU")
     print(
-        f"requests: {n}, encoder lengths {min(lengths)}..{max(lengths)} (mean {sum(lengths) / n:.0f}); 4 beams, "
+        f"requests: {n}, encoder lengths {min(lengths)}..{max(lengths)} "
+        f"(mean {sum(lengths) / n:.0f}); 4 beams, "
         f"length penalty 2.0, no-repeat 3-gram, early stopping, up to {args.new_tokens} tokens"
     )
     print(f"scriba                  {t_scriba:8.2f} s  {n / t_scriba:6.2f} requests/s")

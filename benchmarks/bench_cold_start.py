@@ -79,7 +79,8 @@ def main(argv=None) -> int:
     runs = [wall([scriba, "transcribe", JFK]) for _ in range(args.runs)]
     seconds = [s for s, _ in runs]
     say(
-        f"scriba transcribe jfk.flac: best {min(seconds):.2f} s (runs: {', '.join(f'{s:.2f}' for s in seconds)})"
+        f"scriba transcribe jfk.flac: best {min(seconds):.2f} "
+        f"s (runs: {', '.join(f'{s:.2f}' for s in seconds)})"
     )
     say(f"  text: {' '.join(runs[-1][1].split())[:100]}")
     python = wall([sys.executable, "-c", "pass"])[0]

@@ -143,7 +143,8 @@ def kernels(calls: int) -> None:
         seconds = timed(lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q), calls)[0]
         rate = 4 * heads * 1500 * 1500 * 64 / seconds / 1e9
         print(
-            f"attention, {heads} heads x 1500 x 64 (SDPA): {rate:5.0f} GFLOP/s, {seconds * 1000:.1f} ms a layer"
+            f"attention, {heads} heads x 1500 x 64 (SDPA): "
+            f"{rate:5.0f} GFLOP/s, {seconds * 1000:.1f} ms a layer"
         )
 
 

@@ -299,7 +299,10 @@ def free(device) -> None:
 def report(name, batch, new_tokens, scriba, hf, floor, audio_seconds=None) -> None:
     """scriba: (wall, step, host or None, step split); hf: (wall, step, agreeing sequences) or None."""
     tokens = batch * new_tokens
-    rtf = lambda wall: f"  real-time factor {audio_seconds / wall:8.0f}" if audio_seconds else ""  # noqa: E731
+
+    def rtf(wall: float) -> str:
+        return f"  real-time factor {audio_seconds / wall:8.0f}" if audio_seconds else ""
+
     log(f"## {name}: batch {batch}, {new_tokens} new tokens each")
     log(f"Scriba       {scriba[0]:8.3f} s  {tokens / scriba[0]:9.0f} tok/s" + rtf(scriba[0]))
     if hf:
@@ -307,7 +310,8 @@ def report(name, batch, new_tokens, scriba, hf, floor, audio_seconds=None) -> No
         log(f"ratio (Scriba / transformers throughput): {hf[0] / scriba[0]:.2f}x")
     theirs = f", transformers {hf[1] * 1e3:.2f} ms" if hf else ""
     log(
-        f"decode step: Scriba {scriba[1] * 1e3:.2f} ms{theirs}, floor {floor * 1e3:.2f} ms -> Scriba at {scriba[1] / floor:.2f}x the floor"
+        f"decode step: Scriba {scriba[1] * 1e3:.2f} ms{theirs}, floor "
+        f"{floor * 1e3:.2f} ms -> Scriba at {scriba[1] / floor:.2f}x the floor"
     )
     if scriba[2] is not None:
         log(
@@ -317,7 +321,8 @@ def report(name, batch, new_tokens, scriba, hf, floor, audio_seconds=None) -> No
     log(f"Scriba's steps (host time of each step() call): {scriba[3]}")
     if hf:
         log(
-            f"greedy tokens identical to transformers: {hf[2]}/{batch} sequences (float16 numerics may differ on random weights)"
+            f"greedy tokens identical to transformers: {hf[2]}/{batch} "
+            "sequences (float16 numerics may differ on random weights)"
         )
     log()
 
@@ -463,12 +468,10 @@ def bench_whisper(args, folder, bandwidth) -> None:
         hf_result = (h_wall, h_step, h_out[:, len(WHISPER_PROMPT) :].tolist())
     encoder_lens, decoder_len = [1500] * args.batch, len(WHISPER_PROMPT) + args.new_tokens // 2
     weights = decoder_bytes(hf)
-    floor_of = lambda kv: (
-        (  # noqa: E731
-            weights + kv_bytes_per_step(hf, encoder_lens, decoder_len, dtype, kv)
-        )
-        / bandwidth
-    )
+
+    def floor_of(kv) -> float:
+        return (weights + kv_bytes_per_step(hf, encoder_lens, decoder_len, dtype, kv)) / bandwidth
+
     name = "whisper-large-v3 shape" if not args.tiny else "tiny Whisper"
     report_variants(name, args, results, hf_result, floor_of, 30.0 * args.batch)
     hf = run = None  # frees the weights (the closures above read hf)
@@ -496,7 +499,10 @@ def bench_bart(args, folder, bandwidth) -> None:
         h_wall, h_step, h_out = run(args.new_tokens)
         hf_result = (h_wall, h_step, h_out[:, 2:].tolist())
     weights, decoder_len = decoder_bytes(hf), 2 + args.new_tokens // 2
-    floor_of = lambda kv: (weights + kv_bytes_per_step(hf, lengths, decoder_len, dtype, kv)) / bandwidth  # noqa
+
+    def floor_of(kv) -> float:
+        return (weights + kv_bytes_per_step(hf, lengths, decoder_len, dtype, kv)) / bandwidth
+
     report_variants("bart-large shape" if not args.tiny else "tiny BART", args, results, hf_result, floor_of)
     hf = run = None  # frees the weights (the closures above read hf)
     free(args.device)
@@ -516,7 +522,8 @@ def flash_check(device) -> None:
             q.float(), k.float(), v.float(), cu, cu, max(lens), max(lens), 0.125, causal
         )
         log(
-            f"flash varlen prefill vs reference (causal={causal}): max abs error {(out.float() - ref).abs().max().item():.1e}"
+            f"flash varlen prefill vs reference (causal={causal}): max "
+            f"abs error {(out.float() - ref).abs().max().item():.1e}"
         )
 
 
@@ -565,7 +572,8 @@ def main(argv=None) -> None:
     name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "CPU"
     bandwidth = copy_bandwidth(args.device)
     log(
-        f"# bench_gpu on {name}: torch {torch.__version__}, {args.dtype}; measured copy bandwidth {bandwidth / 1e9:.0f} GB/s"
+        f"# bench_gpu on {name}: torch {torch.__version__}, {args.dtype}; "
+        f"measured copy bandwidth {bandwidth / 1e9:.0f} GB/s"
     )
     log(f"command: python benchmarks/bench_gpu.py {' '.join(argv if argv is not None else sys.argv[1:])}")
     flash_check(args.device)

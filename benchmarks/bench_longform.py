@@ -34,7 +34,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 from compositions import compose  # noqa: E402
 
 JFK = os.path.join(HERE, "..", "assets", "jfk.flac")
-JFK_TEXT = "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
+JFK_TEXT = (
+    "And so my fellow Americans, ask not what your country can do for you, "
+    "ask what you can do for your country."
+)
 
 
 def recordings(data: str, folder: str) -> dict[str, tuple[str, str, list]]:

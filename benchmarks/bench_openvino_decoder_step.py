@@ -93,7 +93,8 @@ def main() -> None:
         if i >= 20:  # after a warm-up
             times.append(time.perf_counter() - start)
     print(
-        f"OpenVINO decoder step, {args.precision}, int8 weights {args.int8}, {args.threads} threads, cross K/V "
+        f"OpenVINO decoder step, {args.precision}, int8 weights "
+        f"{args.int8}, {args.threads} threads, cross K/V "
         f"{args.cross}, batch {args.batch}: median {statistics.median(times) * 1e3:.2f} ms, "
         f"min {min(times) * 1e3:.2f} ms"
     )

@@ -207,7 +207,8 @@ def report(n: int, results: list[dict], offline_texts: list[str], texts: list[li
     say(
         f"{n:2d} sessions: word end -> delta p50 {p(words, 50):.2f} s, p90 {p(words, 90):.2f} s; "
         f"turn end -> completed p50 {p(turns, 50):.2f} s, p90 {p(turns, 90):.2f} s; "
-        f"real time {kept}/{n}; lost {lost}; WER {wer:.4f} (offline transcribe() of the same audio {wer_offline:.4f})"
+        f"real time {kept}/{n}; lost {lost}; WER {wer:.4f} (offline "
+        f"transcribe() of the same audio {wer_offline:.4f})"
     )
 
 
@@ -235,7 +236,8 @@ def main(argv=None) -> int:
         f"# machine: {cpu_name()}, {os.cpu_count()} CPUs; scriba serve (tiny.en, the CPU default), server VAD"
     )
     say(
-        f"# each session: {args.seconds:.0f} s of dev speech (clips, 1.5 s pauses) at real-time pace, 24 kHz PCM16"
+        f"# each session: {args.seconds:.0f} s of dev speech "
+        "(clips, 1.5 s pauses) at real-time pace, 24 kHz PCM16"
     )
     server, url = start_server()
     try:

@@ -117,7 +117,8 @@ def main() -> None:
         "model: random tiny Whisper (d_model 64, 2+2 layers) with tiny.en's 51,864-token vocabulary, float32"
     )
     print(
-        f"{'batch':>6} {'timestamps':>11} {'scriba ms/step':>15} {'transformers ms/step':>21} {'ratio':>7}  same tokens"
+        f"{'batch':>6} {'timestamps':>11} {'scriba ms/step':>15} "
+        f"{'transformers ms/step':>21} {'ratio':>7}  same tokens"
     )
     for batch in args.batches:
         feats = features(batch)
@@ -126,7 +127,8 @@ def main() -> None:
             theirs = per_step(lambda n: hf_run(hf, feats, timestamps, n), args.tokens, args.repeats)
             same = agreement(scriba_run(engine, feats, timestamps, 8), hf_run(hf, feats, timestamps, 8), 6)
             print(
-                f"{batch:>6} {str(timestamps):>11} {ours * 1e3:>15.2f} {theirs * 1e3:>21.2f} {theirs / ours:>6.2f}x  {same}"
+                f"{batch:>6} {str(timestamps):>11} {ours * 1e3:>15.2f} "
+                f"{theirs * 1e3:>21.2f} {theirs / ours:>6.2f}x  {same}"
             )
     shutil.rmtree(folder, ignore_errors=True)
 

@@ -135,7 +135,8 @@ def main() -> None:
     seconds = sum(len(c) for c in clips) / 16000
     print(f"device: {cpu_name()} ({torch.get_num_threads()} threads), torch {torch.__version__}")
     print(
-        f"model: Whisper tiny.en (bundled CTranslate2 folder), float32; {len(clips)} clips, {seconds:.0f} s of audio, greedy, no timestamps"
+        "model: Whisper tiny.en (bundled CTranslate2 folder), float32; "
+        f"{len(clips)} clips, {seconds:.0f} s of audio, greedy, no timestamps"
     )
 
     engine = Engine(folder, device="cpu", dtype="float32")
@@ -167,7 +168,8 @@ def main() -> None:
     for name, texts in (("Scriba", texts_ours), ("transformers", texts_hf)):
         counts = [t.lower().count("fellow americans") for t in texts]
         print(
-            f"{name}: 'fellow americans' found {counts} times (spoken {[int(n) for n in np.linspace(5, 15, args.num_files)]})"
+            f"{name}: 'fellow americans' found {counts} times (spoken "
+            f"{[int(n) for n in np.linspace(5, 15, args.num_files)]})"
         )
     rows = [
         ("scriba.transcribe (batched)", best_of(args.repeats, ours)),

@@ -70,7 +70,8 @@ def main() -> None:
         run(engine, prompts[:2], 2)  # warm-up
         seen = run(engine, prompts, args.new_tokens)
     print(
-        f"synchronizing calls, async scheduling {args.async_scheduling}, batch {args.batch}: {sum(seen.values())}"
+        f"synchronizing calls, async scheduling {args.async_scheduling}, "
+        f"batch {args.batch}: {sum(seen.values())}"
     )
     for where, count in seen.most_common(20):
         print(f"{count:5d}  {where}")

@@ -131,19 +131,23 @@ def main() -> None:
     lat = sorted(stats["latency"])
     print(f"offline batched transcribe() of the same {total} clips: {offline_rate:.2f} clips/s")
     print(
-        f"server: {args.clients} clients x {args.requests} requests, {args.hangups} hang-ups, {args.bad} bad uploads"
+        f"server: {args.clients} clients x {args.requests} "
+        f"requests, {args.hangups} hang-ups, {args.bad} bad uploads"
     )
     print(
-        f"  requests/s {stats['ok'] / wall:.2f} ({stats['ok'] / wall / offline_rate:.2f}x offline), wall {wall:.1f} s"
+        f"  requests/s {stats['ok'] / wall:.2f} "
+        f"({stats['ok'] / wall / offline_rate:.2f}x offline), wall {wall:.1f} s"
     )
     print(f"  latency p50 {statistics.median(lat):.2f} s, p99 {lat[int(0.99 * (len(lat) - 1))]:.2f} s")
     print(
-        f"  ok {stats['ok']}/{total}, wrong {len(stats['wrong'])}, errors {len(stats['errors'])} {stats['errors'][:3]}"
+        f"  ok {stats['ok']}/{total}, wrong {len(stats['wrong'])}, "
+        f"errors {len(stats['errors'])} {stats['errors'][:3]}"
     )
     print(f"  lost {total - stats['ok'] - len(stats['wrong']) - len(stats['errors'])}")
     print(f"  hang-ups {stats['hangups']} (answered before hanging up: {stats['hangups_answered']})")
     print(
-        f"  bad uploads refused in OpenAI's shape {stats['bad_refused']}, mishandled {stats['bad_mishandled']}"
+        "  bad uploads refused in OpenAI's shape "
+        f"{stats['bad_refused']}, mishandled {stats['bad_mishandled']}"
     )
     used = manager.num_total() - manager.num_free()
     print(f"  KV blocks in use afterwards {used}, requests pending {loop.pending}")

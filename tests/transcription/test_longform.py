@@ -1,4 +1,5 @@
-"""The long-form policy (scriba/transcription/windows.py, guards.py, segmenting.py), table-driven, against openai-whisper's rules."""
+"""The long-form policy (scriba/transcription/windows.py, guards.py, segmenting.py), table-driven,
+against openai-whisper's rules."""
 
 import pytest
 
