@@ -1,14 +1,15 @@
 """Beam search for one request, step by step, as transformers' `_beam_search` does it.
 
-Each step takes the processed log-probs of every running beam ([vocab] rows, in beam order),
-adds the beams' running scores, and keeps the best 2k continuations (k = beam width). The
-best k that did not stop become the next running beams; those among the first k that stopped
-(EOS or the length limit) become finished hypotheses, scored sum / length ** length_penalty,
-and the best round(k * patience) finished are kept (patience 1: transformers' k; more, as in
-CTranslate2's beam search, searches on until that many are found). The search ends when no
-running beam can beat the worst finished one (the early-stopping heuristic), when k hypotheses
-are finished with `early_stopping=True`, or when every continuation stopped. Scores are float32
-tensors and the selections use `torch.topk` in transformers' order, so ties break the same way.
+Each step takes the best 2k continuations (k = beam width) of the running beams, scored by
+running score + processed log-prob (chosen on the device with the step's other searches:
+beam_candidates.py). The best k that did not stop become the next running beams; those among
+the first k that stopped (EOS or the length limit) become finished hypotheses, scored
+sum / length ** length_penalty, and the best round(k * patience) finished are kept (patience
+1: transformers' k; more, as in CTranslate2's beam search, searches on until that many are
+found). The search ends when no running beam can beat the worst finished one (the
+early-stopping heuristic), when k hypotheses are finished with `early_stopping=True`, or when
+every continuation stopped. Scores are float32 tensors and the selections use `torch.topk` as
+transformers' do.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from scriba.engine.beam_candidates import BeamCandidates, BeamRow
 from scriba.engine.sampling_params import SamplingParams
 
 DEAD = -1.0e9  # transformers' "never choose this" score
@@ -52,26 +54,24 @@ class BeamSearch:
         self.can_improve = True
         self.done = False
 
-    def step(self, tokens: list[list[int]], logprobs: torch.Tensor) -> list[Selection]:
-        """tokens: each running beam's decoder tokens; logprobs [beams, vocab] (processed).
-        Returns the next running beams, best first."""
-        # the selections are host decisions (and CPU ties, as transformers')
-        logprobs = logprobs.float().cpu()
-        num_beams, vocab = logprobs.shape
+    def rows(self, key: str) -> list[BeamRow]:
+        """The running beams' places for `top_continuations`, in beam order."""
+        scores = self.running_scores.tolist()
+        return [BeamRow(key, i, score, self.num_keep) for i, score in enumerate(scores)]
+
+    def step(self, tokens: list[list[int]], top: BeamCandidates) -> list[Selection]:
+        """tokens: each running beam's decoder tokens; top: this step's best continuations of
+        them (`top_continuations`, scored from this search's `rows`). Returns the next running
+        beams, best first."""
         cur_len = len(tokens[0])
-        scores = (logprobs + self.running_scores[:, None]).flatten()
-        keep = min(self.num_keep, scores.numel())
-        top_scores, top_index = torch.topk(scores, keep)
-        parents, token_ids = (top_index // vocab).tolist(), (top_index % vocab).tolist()
+        top_scores, parents, token_ids = top.scores, top.parents, top.token_ids
         stops = torch.tensor([t in self.eos or cur_len + 1 >= self.max_len for t in token_ids])
 
         running = top_scores + stops.float() * DEAD
-        next_index = torch.topk(running, min(self.width, keep)).indices.tolist()
+        next_index = torch.topk(running, min(self.width, len(token_ids))).indices.tolist()
         self._update_finished(tokens, top_scores, parents, token_ids, stops, cur_len)
         self.running_scores = running[next_index]
-        picked = [
-            Selection(parents[j], token_ids[j], logprobs[parents[j], token_ids[j]].item()) for j in next_index
-        ]
+        picked = [Selection(parents[j], token_ids[j], top.logprobs[j]) for j in next_index]
 
         cur_len += 1
         all_finished = all(h is not None for h in self.finished)

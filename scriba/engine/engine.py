@@ -283,14 +283,11 @@ class Engine:
         """One beam-search step: the chosen continuations become the running beams; a beam
         chosen twice is forked (its blocks shared, copied on write); unchosen beams are freed."""
         beams = group.seqs_with(SequenceStatus.RUNNING)
+        top = results[beams[0].seq_id]  # the search's BeamCandidates, best first
         if len(beams[0].token_ids) < group.beam.prompt_len:  # e.g. a detected language, forced tokens
-            row = results[beams[0].seq_id]
-            token = int(row.argmax())
-            beams[0].append(token, row[token].item(), None)
+            beams[0].append(top.token_ids[0], top.logprobs[0], None)  # the one beam's best token
             return
-        picked = group.beam.step(
-            [s.token_ids for s in beams], torch.stack([results[s.seq_id] for s in beams])
-        )
+        picked = group.beam.step([s.token_ids for s in beams], top)
         claimed: set[int] = set()
         children = []
         for sel in picked:

@@ -18,6 +18,13 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from scriba.engine.beam_candidates import (
+    BeamCandidates,
+    BeamPlan,
+    BeamRow,
+    read_candidates,
+    top_continuations,
+)
 from scriba.engine.logits_processors import LogitsProcessor, StepRows, apply_processors
 from scriba.engine.outputs import Logprob
 from scriba.engine.sampling_params import SamplingParams
@@ -34,6 +41,7 @@ class SampleRow:
     processors: list[LogitsProcessor]
     generator: Any = None  # the request's torch.Generator (seeded), or None: the engine's
     num_samples: int = 1
+    beam: BeamRow | None = None  # a beam-search row's place in its search
 
 
 @dataclass
@@ -49,10 +57,10 @@ def sample(
     history: Callable[[], torch.Tensor],  # -> the rows' tokens [num_rows, width], PAD past a length
     generator: torch.Generator | None = None,  # for rows without their own
     prompt_logprobs: torch.Tensor | None = None,  # [k] prompt log-probs, brought back in the same transfer
-) -> tuple[list[list[Sample] | torch.Tensor], list[float]]:
-    """Per row, `num_samples` samples, or for a beam-search row its processed log-probs
-    [vocab] (the processors run on log-probs there, as in transformers' beam search); and
-    `prompt_logprobs` as floats."""
+) -> tuple[list[list[Sample] | BeamCandidates], list[float]]:
+    """Per row, `num_samples` samples, or for a beam-search row its search's BeamCandidates (the
+    processors run on log-probs there, as in transformers' beam search); and `prompt_logprobs`
+    as floats."""
     return sample_on_device(logits, rows, history, generator, prompt_logprobs).result()
 
 
@@ -65,19 +73,24 @@ class DeviceSamples:
     rows: list[SampleRow]
     owners: list[int]  # the row of each sample
     tokens: torch.Tensor | None
-    packed: torch.Tensor | None  # float64: tokens, log-probs, [ranks, top log-probs], prompt log-probs
+    packed: torch.Tensor | None  # float64: tokens, log-probs, [ranks, top log-probs], beams, prompt log-probs
     num_top: int
     num_prompt: int
-    beams: dict[int, torch.Tensor]  # row -> its processed log-probs [vocab]
+    beams: BeamPlan | None  # the beam searches' candidates, packed at `beams_at`
+    beams_at: int
+    vocab: int
     done: Any = None  # the CUDA event the transfer records
 
-    def result(self) -> tuple[list[list[Sample] | torch.Tensor], list[float]]:
+    def result(self) -> tuple[list[list[Sample] | BeamCandidates], list[float]]:
         if self.done is not None:
             self.done.synchronize()
         values = self.packed.tolist() if self.packed is not None else []
-        results: list[list[Sample] | torch.Tensor] = [[] for _ in self.rows]
-        for i, processed in self.beams.items():
-            results[i] = processed
+        results: list = [[] for _ in self.rows]
+        if self.beams is not None:
+            found = read_candidates(self.beams, values[self.beams_at :], self.vocab)
+            for i, row in enumerate(self.rows):
+                if row.beam is not None:
+                    results[i] = found[row.beam.key]
         samples = _unpack(values, self.owners, self.num_top, self.rows)
         for i, s in zip(self.owners, samples):
             results[i].append(s)
@@ -93,16 +106,18 @@ def sample_on_device(
 ) -> DeviceSamples:
     """`sample`'s work, its results left on the device (see DeviceSamples)."""
     dev = logits.device
-    beam = [i for i, row in enumerate(rows) if row.params.use_beam_search]
+    beam = [i for i, row in enumerate(rows) if row.beam is not None]
     if beam:
         b = to_device(beam, dev)
         logits[b] = torch.log_softmax(logits[b], dim=-1)
     step = StepRows([len(r.token_ids) for r in rows], [r.num_generated for r in rows], history)
     apply_processors(logits, [r.processors for r in rows], step)
-    owners = [
-        i for i, row in enumerate(rows) if not row.params.use_beam_search for _ in range(row.num_samples)
-    ]
+    owners = [i for i, row in enumerate(rows) if row.beam is None for _ in range(row.num_samples)]
     tokens, parts, num_top = _picks(logits, rows, owners, generator) if owners else (None, [], 0)
+    plan, beams_at = None, sum(p.numel() for p in parts)
+    if beam:
+        plan, candidates = top_continuations(logits, beam, [rows[i].beam for i in beam])
+        parts.append(candidates)
     if prompt_logprobs is not None:
         parts.append(prompt_logprobs.double())
     packed, done = (parts[0] if len(parts) == 1 else torch.cat(parts), None) if parts else (None, None)
@@ -110,9 +125,9 @@ def sample_on_device(
         host = torch.empty(packed.shape, dtype=packed.dtype, pin_memory=True)
         packed, done = host.copy_(packed, non_blocking=True), torch.cuda.Event()
         done.record()
-    beams = dict(zip(beam, logits[b])) if beam else {}
     num_prompt = 0 if prompt_logprobs is None else prompt_logprobs.numel()
-    return DeviceSamples(rows, owners, tokens, packed, num_top, num_prompt, beams, done)
+    vocab = logits.shape[1]
+    return DeviceSamples(rows, owners, tokens, packed, num_top, num_prompt, plan, beams_at, vocab, done)
 
 
 def _picks(logits, rows: list[SampleRow], owners: list[int], generator) -> tuple[torch.Tensor, list, int]:

@@ -216,6 +216,7 @@ def test_task_specific_params_are_the_fallback(tiny_bart):
 def test_patience_keeps_searching_until_more_hypotheses_finish():
     """patience p (openai-whisper's, CTranslate2's): round(k * p) finished hypotheses are kept,
     so the search may stop later and finds at least as good a best; p = 1 is transformers'."""
+    from scriba.engine.beam_candidates import read_candidates, top_continuations
     from scriba.engine.beam_search import BeamSearch
 
     def search(patience: float, seed: int):
@@ -224,7 +225,8 @@ def test_patience_keeps_searching_until_more_hypotheses_finish():
         beams, tokens, steps = BeamSearch(params, 1, 41, [0]), [[5]], 0
         while not beams.done:
             logprobs = torch.randn(len(tokens), 12, generator=gen).log_softmax(-1)
-            picked = beams.step(tokens, logprobs)
+            plan, values = top_continuations(logprobs, list(range(len(tokens))), beams.rows("r"))
+            picked = beams.step(tokens, read_candidates(plan, values.tolist(), 12)["r"])
             tokens, steps = [tokens[p.parent] + [p.token_id] for p in picked], steps + 1
         return steps, beams.results(beams.pool)
 
