@@ -13,7 +13,8 @@
 # 23), then the engine built on it (EngineConfig.encoder_stream: its identity tests under `async`,
 # its RTFx at batch 256 under `variants`: against the default, with the decode's steps on a high-priority
 # stream, with an fp8 cache, and with the encoder's products in fp8, EngineConfig.encoder_quantization;
-# `kernels` runs the fp8 row quantizer and Fp8Linear there), then whatever changed since session 23.
+# `kernels` runs the fp8 row quantizer, Fp8Linear and the beams' device-side choice there; `async`'s
+# parity tests run beam search through it), then whatever changed since session 23.
 # Each stage has its own time limit, so one failure or hang leaves the others' results.
 set -u
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
@@ -30,7 +31,7 @@ run() {  # name, seconds, command...
 for stage in $stages; do
   case $stage in
     env) run env 60 bash -c 'nvidia-smi; git rev-parse HEAD 2>/dev/null; python3 -c "import torch, triton, transformers; print(torch.__version__, triton.__version__, transformers.__version__, torch.cuda.get_device_name())"' ;;
-    kernels) run kernels 200 python3 -m pytest -q -p no:cacheprovider tests/kernels tests/engine/test_gpu_path.py tests/models/test_fp8_linear.py ;;
+    kernels) run kernels 200 python3 -m pytest -q -p no:cacheprovider tests/kernels tests/engine/test_gpu_path.py tests/models/test_fp8_linear.py tests/engine/test_beam_candidates.py ;;
     engine) SCRIBA_TEST_FLOAT32=1 run engine 300 python3 -m pytest -q -p no:cacheprovider tests/models/test_bart_parity.py tests/whisper/test_whisper_parity.py tests/engine/test_sampling.py tests/engine/test_beam_search.py ;;
     async) SCRIBA_TEST_FLOAT32=1 run async 240 python3 -m pytest -q -p no:cacheprovider tests/engine/test_async_scheduling.py tests/engine/test_encoder_stream.py tests/models/test_bart_parity.py tests/whisper/test_whisper_parity.py -k "not off_on_the_cpu" ;;
     variants) run variants 360 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants async,async+encoder-stream,async+encoder-stream+decode-priority,fp8+encoder-stream,async+fp8-encoder,fp8+fp8-encoder+encoder-stream --profile-admission --out "$OUT/gpu_whisper_b256_variants.txt" ;;

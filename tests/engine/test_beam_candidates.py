@@ -7,6 +7,8 @@ import torch
 
 from scriba.engine.beam_candidates import BeamRow, read_candidates, top_continuations
 
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # scored on the engine's device
+
 
 def alone(logprobs: torch.Tensor, running: torch.Tensor, keep: int):
     """One search's (scores, parents, tokens, log-probs) from its rows [beams, vocab]."""
@@ -36,7 +38,7 @@ def searches(seed: int, vocab: int, shapes: list[tuple[int, int]], banned: float
 def test_searches_scored_together_choose_as_each_alone(seed, vocab, banned):
     shapes = [(4, 8), (1, 8), (5, 10), (2, 6), (3, 9)]  # a first step (1 beam) among later ones
     logprobs, rows, beams, running = searches(seed, vocab, shapes, banned)
-    plan, values = top_continuations(logprobs, rows, beams)
+    plan, values = top_continuations(logprobs.to(DEVICE), rows, beams)
     found = read_candidates(plan, values.tolist(), vocab)
     assert list(found) == [f"r{k}" for k in range(len(shapes))]
     for key, (size, keep) in enumerate(shapes):
@@ -56,7 +58,7 @@ def test_fewer_finite_continuations_than_kept_give_minus_infinity_on_real_beams(
     logprobs[2:] = torch.randn(3, vocab).log_softmax(-1)  # search "b": 3 beams
     beams = [BeamRow("a", 0, -1.0, 8), BeamRow("a", 1, -2.0, 8)]
     beams += [BeamRow("b", i, -float(i), 8) for i in range(3)]
-    plan, values = top_continuations(logprobs, list(range(5)), beams)
+    plan, values = top_continuations(logprobs.to(DEVICE), list(range(5)), beams)
     a = read_candidates(plan, values.tolist(), vocab)["a"]
     assert a.scores[:2].tolist() == [-1.5, -3.5] and (a.parents[:2], a.token_ids[:2]) == ([0, 1], [1, 3])
     assert len(a.scores) == 8 and torch.isinf(a.scores[2:]).all()
