@@ -8,6 +8,7 @@ Prints requests/s, the ratio, and how many best hypotheses agree with transforme
 
     python benchmarks/bench_beam.py                      # 16 requests, lengths 128..1024, 48 tokens
     python benchmarks/bench_beam.py --num-requests 8 --repeats 1
+    python benchmarks/bench_beam.py --device cuda --dtype float16 --num-requests 128   # on a GPU
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ CNN = dict(length_penalty=2.0, no_repeat_ngram_size=3, early_stopping=True)
 def hf_beam(model, prompts, new_tokens: int) -> list[list[int]]:
     ids, mask = pad_batch(prompts)
     out = model.generate(
-        input_ids=ids,
-        attention_mask=mask,
+        input_ids=ids.to(model.device),
+        attention_mask=mask.to(model.device),
         num_beams=4,
         max_new_tokens=new_tokens + 1,
         min_length=0,  # + 1: the forced <BOS>
@@ -59,13 +60,16 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=48)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda: both sides on the GPU")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
     model = BartForConditionalGeneration(BartConfig(**BART_BASE)).eval()
     folder = tempfile.mkdtemp(prefix="bench-beam-")
     model.save_pretrained(folder)
-    engine = Engine(folder, device="cpu", dtype="float32")
+    model = model.to(args.device, getattr(torch, args.dtype))
+    engine = Engine(folder, device=args.device, dtype=args.dtype)
     prompts = make_prompts(args.num_requests, args.min_len, args.max_len, args.seed)
     params = SamplingParams(beam_width=4, max_tokens=args.new_tokens, **CNN)
     requests = [{"prompt_token_ids": p} for p in prompts]
@@ -83,7 +87,8 @@ def main() -> None:
         f"machine: {cpu_name()}, {os.cpu_count()} cores, "
         f"{torch.get_num_threads()} torch threads, torch {torch.__version__}"
     )
-    print("model: random bart-base shape (d_model 768, 6+6 layers), float32, CPU")
+    where = torch.cuda.get_device_name() if args.device.startswith("cuda") else "CPU"
+    print(f"model: random bart-base shape (d_model 768, 6+6 layers), {args.dtype}, {where}")
     print(
         f"requests: {n}, encoder lengths {min(lengths)}..{max(lengths)} "
         f"(mean {sum(lengths) / n:.0f}); 4 beams, "

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # ../shared/GPU.md's checklist in one call on a lent GPU machine: logs and reports under $OUT.
 #   bash benchmarks/gpu_checklist.sh [stage ...]
-#   stages: env kernels engine async suite whisper bart tune big sync fp8 big-sync big-fp8 variants variants64 syncs
+#   stages: env kernels engine async suite whisper bart tune big sync fp8 big-sync big-fp8 variants variants64 syncs beams
 #           encgraphs (the encoder's CUDA graphs on and off, each twice, alternating)
 #           encattn (the encoder's attention kernels alone) densevspacked (the encoder's attention as
 #           dense SDPA, cuDNN first, against packed varlen flash, each twice, alternating)
 #           launch256 launch64 (after tune: its fastest launch, /tmp/best_launch.json, against the default)
 #           overlap (the encoder and the decode on two streams at once: does one hide the other?)
+#           beams (beam-4 summarization, Scriba against transformers' generate, both on the GPU)
 # The next lent GPU: env overlap kernels async variants (about 11-12 minutes, in two device calls of
 # under 600 s: `env overlap kernels`, then `async variants`): first whether the encoder
 # and the decode overlap on two streams (the RTFx targets' next design, benchmarks/NOTES.md session
@@ -40,6 +41,7 @@ for stage in $stages; do
     encattn) run encattn 120 python3 benchmarks/bench_encoder_attention_gpu.py --out "$OUT/encoder_attention.txt" ;;
     densevspacked) run densevspacked 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile-admission --variants async-packed-encoder,async,async-packed-encoder,async --out "$OUT/gpu_whisper_b256_dense_encoder_attention.txt" ;;
     overlap) run overlap 240 python3 benchmarks/bench_overlap_gpu.py --carveouts 0,16,32,48 --out "$OUT/overlap.txt" ;;
+    beams) run beams 240 python3 benchmarks/bench_beam.py --device cuda --dtype float16 --num-requests 128 --max-len 512 ;;
     syncs) run syncs 120 bash -c 'cd benchmarks && python3 find_gpu_syncs.py --batch 16 && python3 find_gpu_syncs.py --batch 16 --async-scheduling off' ;;
     suite) SCRIBA_TEST_FLOAT32=1 run suite 300 python3 -m pytest -q -p no:cacheprovider tests/engine tests/models -k "not off_on_the_cpu" ;;
     whisper) run whisper 300 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --profile --out "$OUT/gpu_whisper_b64.txt" ;;
