@@ -28,6 +28,7 @@ from scriba.engine.threads import set_cpu_threads
 from scriba.engine.tokenizer import load_tokenizer
 from scriba.models import default_model_path, load_model
 from scriba.models.fp8_linear import quantize_encoder_fp8
+from scriba.models.packed_linear import pack_decoder, packs
 from scriba.models.quantize import quantize_int8
 
 logger = logging.getLogger("scriba")
@@ -57,6 +58,8 @@ class Engine:
         if config.quantization == "int8" or self._runs_int8_checkpoint():
             quantize_int8(self.model)
             config.quantization = "int8"
+        elif packs(config.device, config.torch_dtype, config.quantization):
+            pack_decoder(self.model)
         self.tokenizer = load_tokenizer(
             config.tokenizer or self.model_path, explicit=config.tokenizer is not None
         )

@@ -24,6 +24,7 @@ class EncoderDecoderModel(nn.Module, metaclass=abc.ABCMeta):
         # until models/quantize.py moves them into its quantized modules.
         self.int8_weights: dict = {}
         self.quantized_head: nn.Module | None = None  # the int8 output projection (quantize.py)
+        self.packed_head: nn.Module | None = None  # the float32 one in oneDNN's layout (packed_linear.py)
 
     @property
     def vocab_size(self) -> int:
@@ -57,6 +58,8 @@ class EncoderDecoderModel(nn.Module, metaclass=abc.ABCMeta):
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:  # [n, d_model] -> [n, vocab]
         if self.quantized_head is not None:
             return self.quantized_head(hidden)
+        if self.packed_head is not None:
+            return self.packed_head(hidden)
         weight, bias = self.output_projection()
         logits = torch.nn.functional.linear(hidden, weight)
         return logits if bias is None else logits + bias
