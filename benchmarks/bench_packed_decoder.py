@@ -94,7 +94,9 @@ def main() -> None:
     with mock.patch.object(engine_module, "packs", lambda *a: False):
         scriba.transcribe(JFK, quantization=None, vad_filter=False, num_threads=threads)
     runs = {
-        "plain": lambda: scriba.transcribe(JFK, quantization=None, vad_filter=False, num_threads=threads).text,
+        "plain": lambda: (
+            scriba.transcribe(JFK, quantization=None, vad_filter=False, num_threads=threads).text
+        ),
         "packed": lambda: scriba.transcribe(JFK, quantization=None, vad_filter=False).text,
     }
     race("Whisper tiny.en float32, jfk.flac (11 s)", runs, args.rounds, lines)
