@@ -20,6 +20,7 @@ import torch
 
 from scriba.engine.beam_candidates import BeamCandidates, BeamRow
 from scriba.engine.sampling_params import SamplingParams
+from scriba.engine.sequence import SequenceStatus
 
 DEAD = -1.0e9  # transformers' "never choose this" score
 
@@ -110,3 +111,13 @@ class BeamSearch:
     def results(self, num: int) -> list[Hypothesis]:
         """The best `num` finished hypotheses, best first."""
         return [h for h in self.finished[:num] if h is not None]
+
+
+def beam_rows(groups) -> dict[int, BeamRow]:
+    """Sequence id -> its place in its beam search, for the running beams of `groups` (each with a
+    BeamSearch as `group.beam`)."""
+    places = {}
+    for group in groups:
+        running = group.seqs_with(SequenceStatus.RUNNING)
+        places.update(zip((s.seq_id for s in running), group.beam.rows(group.request_id), strict=True))
+    return places

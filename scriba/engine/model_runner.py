@@ -14,12 +14,13 @@ import numpy as np
 import torch
 
 from scriba.engine.beam_candidates import BeamRow
+from scriba.engine.beam_search import beam_rows
 from scriba.engine.cross_attention_weights import cross_attention_weights
 from scriba.engine.cuda_graphs import DecodeGraphs
 from scriba.engine.encoder_graphs import EncoderGraphs
 from scriba.engine.encoder_stream import EncoderStream
 from scriba.engine.sampler import DeviceSamples, Sample, SampleRow, log_softmax_at, sample_on_device
-from scriba.engine.sequence import PENDING, Sequence, SequenceGroup, SequenceStatus
+from scriba.engine.sequence import PENDING, Sequence, SequenceGroup
 from scriba.engine.staging import HostStaging
 from scriba.engine.step_packing import (
     STAGED_METADATA,
@@ -278,7 +279,7 @@ class ModelRunner:
         if queries:  # raw log-probs at prompt positions, before any rule
             logits, raw = logits[: len(step.sample_indices)], logits[len(step.sample_indices) :]
             asked = log_softmax_at(raw, to_device([t for _, _, t in queries], self.device))
-        beams = _beam_rows(dict.fromkeys(g for g, _ in step.rows if g.beam is not None))
+        beams = beam_rows(dict.fromkeys(g for g, _ in step.rows if g.beam is not None))
         rows = [self._sample_row(group, seq, beams.get(seq.seq_id)) for group, seq in step.rows]
         seqs = [(seq.seq_id, seq.token_ids) for _, seq in step.rows]
         late = None if feed is None or feed.samples is None else (feed.samples.tokens, feed.token_index())
@@ -384,15 +385,6 @@ class ModelRunner:
             meta.decode_reads = group_context_reads(dec.table_lists, dec.decode_seq_lens.tolist(), bs)
             meta.cross_reads = group_context_reads(dec.cross_table_lists, dec.cross_seq_lens.tolist(), bs)
         return meta
-
-
-def _beam_rows(groups) -> dict[int, BeamRow]:
-    """Sequence id -> its place in its beam search, for the running beams of `groups`."""
-    places = {}
-    for group in groups:
-        running = group.seqs_with(SequenceStatus.RUNNING)
-        places.update(zip((s.seq_id for s in running), group.beam.rows(group.request_id), strict=True))
-    return places
 
 
 def _memo(fn):
