@@ -17,11 +17,16 @@ from machine import cpu_name
 from scriba.models.loader import resolve_model_path
 from scriba.models.registry import load_model
 from scriba.whisper.encoder_graph import build_encoder_graph
-from scriba.whisper.encoder_precision import MEASURED
+from scriba.whisper.encoder_precision import MEASURED, MEASURED_BF16
 from scriba.whisper.openvino_encoder import _compile, import_openvino, native_bf16
 
 # (label, int8 weights, the precision compiled)
-CONFIGS = [("int8 (dynamic quantization)", True, "int8"), ("f32", False, "f32"), ("bf16", False, "bf16")]
+CONFIGS = [
+    ("int8 (dynamic quantization)", True, "int8"),
+    ("f32", False, "f32"),
+    ("bf16", False, "bf16"),
+    ("int8-bf16 (dynamic, bf16 around)", True, "int8-bf16"),
+]
 
 
 def time_config(core, encoder, projections, int8: bool, precision: str, threads: int, calls: int):
@@ -55,9 +60,10 @@ def main() -> None:
         for label, int8, precision in CONFIGS:
             best, median = time_config(core, encoder, projections, int8, precision, args.threads, args.calls)
             fastest[precision] = best
-            print(f"{name:8s} {label:28s} {best * 1000:7.1f} ms a window (median {median * 1000:.1f})")
-        measured = min(MEASURED, key=fastest.get)
-        print(f"{name:8s} chosen here: {'bf16 (native)' if native_bf16(core) else measured + ' (measured)'}")
+            print(f"{name:8s} {label:34s} {best * 1000:7.1f} ms a window (median {median * 1000:.1f})")
+        native = native_bf16(core)
+        chosen = min(MEASURED_BF16 if native else MEASURED, key=fastest.get)
+        print(f"{name:8s} chosen here: {chosen} (of {', '.join(MEASURED_BF16 if native else MEASURED)})")
 
 
 if __name__ == "__main__":

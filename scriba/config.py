@@ -71,8 +71,9 @@ class EngineConfig:
     num_threads: int | None = None
     # What executes an audio model's encoder (a pure function of its features). "torch": the model's
     # own modules. "openvino": a graph built from the same weights and compiled by OpenVINO for this
-    # CPU (bfloat16 where the CPU has bfloat16 dot products, else int8 weights with dynamically
-    # quantized activations); CPU only, float32 activations (whisper/openvino_encoder.py).
+    # CPU (where it has bfloat16 dot products, bfloat16 or int8 weights with dynamically quantized
+    # activations and bfloat16 around them; elsewhere those int8 products or float32: whichever is
+    # faster, timed once per machine); CPU only, float32 activations (whisper/openvino_encoder.py).
     encoder_runtime: str = "torch"
     # A window's padding past its audio. "computed": every position encoded (exact). "cached":
     # in a window with up to 15 s of audio, only the audio's positions and 5 s past them, the rest

@@ -1,10 +1,12 @@
 """Which precision the OpenVINO encoder computes in on this machine: measured once, remembered.
 
-Where the CPU has bfloat16 dot products (AVX-512 BF16, AMX) the answer is "bf16" (measured on
-such hosts: 1.7x the int8 graph's speed). Elsewhere, AVX2-only CPUs among them, int8 weights with
-dynamically quantized activations against plain float32 depends on the CPU (VNNI or not, how
-OpenVINO's kernels use its caches), so both graphs are compiled and timed on one 30 s window at
-first use and the faster one is kept. The choice is remembered in
+Where the CPU has bfloat16 dot products (AVX-512 BF16, AMX) the candidates are "bf16" and
+"int8-bf16" (int8 weights with dynamically quantized activations, bfloat16 around them): on a
+Zen 4 (AVX-512 BF16 and VNNI, no AMX) int8-bf16 is the faster (base 205 ms a window against
+265); with AMX, bfloat16 products are fast enough that it may not be. Elsewhere, AVX2-only CPUs
+among them, int8 weights with dynamically quantized activations against plain float32 depends on
+the CPU (VNNI or not, how OpenVINO's kernels use its caches). Either way both candidates are
+compiled and timed on one 30 s window at first use and the faster is kept. The choice is kept in
 `$SCRIBA_CACHE/encoder_precision.json` (default ~/.cache/scriba), keyed by the CPU, OpenVINO's
 version, the encoder's shape and the thread count: later engines compile only the chosen graph.
 """
@@ -26,6 +28,7 @@ from scriba.models.offline import cache_root
 log = logging.getLogger(__name__)
 
 MEASURED = ("int8", "f32")  # the candidates where bfloat16 is not native
+MEASURED_BF16 = ("bf16", "int8-bf16")  # where it is
 TIMED_CALLS = 3  # after one warm-up call; the fastest call counts (a busy host only adds time)
 
 
@@ -50,7 +53,7 @@ def remembered(key: str) -> str | None:
             choice = json.load(f).get(key, {}).get("precision")
     except (OSError, ValueError, AttributeError):
         return None
-    return choice if choice in MEASURED else None
+    return choice if choice in MEASURED + MEASURED_BF16 else None
 
 
 def remember(key: str, precision: str, seconds: dict[str, float]) -> None:
@@ -88,15 +91,14 @@ def seconds_per_window(encoder: Callable, mel_bins: int, frames: int) -> float:
 
 
 def fastest(build: Callable[[str], Callable], native_bf16: bool, mel_bins: int, frames: int, key: str):
-    """(the chosen precision, its compiled encoder): "bf16" where the CPU computes bfloat16
-    natively, else the remembered choice for `key`, else each of MEASURED built by
+    """(the chosen precision, its compiled encoder): the remembered choice for `key`, else each
+    candidate (MEASURED_BF16 where the CPU computes bfloat16 natively, else MEASURED) built by
     `build(precision)` and timed."""
-    if native_bf16:
-        return "bf16", build("bf16")
+    candidates = MEASURED_BF16 if native_bf16 else MEASURED
     known = remembered(key)
-    if known is not None:
+    if known in candidates:
         return known, build(known)
-    built = {precision: build(precision) for precision in MEASURED}
+    built = {precision: build(precision) for precision in candidates}
     seconds = {p: seconds_per_window(encoder, mel_bins, frames) for p, encoder in built.items()}
     chosen = min(seconds, key=seconds.get)
     remember(key, chosen, {p: round(s, 4) for p, s in seconds.items()})

@@ -8,11 +8,15 @@ compiled for the host by what OpenVINO reports it can do:
     ~105 ms against 186 ms for Scriba's int8 torch encoder; 0.8% relative error in the states);
   - "int8": int8 weights (per output channel) with activations quantized on the fly by
     OpenVINO's dynamic quantization, float32 arithmetic around them;
+  - "int8-bf16": the same int8 products, their activations quantized in groups of
+    INT8_BF16_GROUP inputs, with bfloat16 arithmetic around them (attention, norms): on a
+    Zen 4 (bfloat16 dot products and VNNI, no AMX) faster than bf16 (base, one window, 205 ms
+    against 265; 6% relative error in the cross K/V against bf16's 3%, the same WER);
   - "f32": float weights and float32 arithmetic (the graph checked against the torch encoder to
     float32 rounding).
-Elsewhere int8 or f32, whichever is faster on the machine: measured once, remembered
-(whisper/encoder_precision.py). With `cached_padding`, a window that is mostly padding is
-encoded at the cost of its audio (whisper/cached_padding.py).
+Which one a machine gets is measured once and remembered (whisper/encoder_precision.py): bf16
+or int8-bf16 where bfloat16 is native, elsewhere int8 or f32. With `cached_padding`, a window
+that is mostly padding is encoded at the cost of its audio (whisper/cached_padding.py).
 OpenVINO is used because it is the CPU runtime made for exactly this (oneDNN's brgemm kernels,
 a fused attention op, bfloat16 and VNNI where the CPU has them, ARM too).
 """
@@ -30,7 +34,11 @@ from scriba.whisper.encoder_graph import build_encoder_graph
 from scriba.whisper.encoder_precision import fastest, machine_key
 from scriba.whisper.silent_window_store import load_silent_window, save_silent_window, silent_window_key
 
-PRECISIONS = ("bf16", "int8", "f32")
+PRECISIONS = ("bf16", "int8-bf16", "int8", "f32")
+# Inputs per dynamically quantized activation group under "int8-bf16". Measured on a Zen 4 (base,
+# one window): 32 -> 245 ms, 64 -> 222, 128 -> 205, 256 -> 203, 512 -> 209; tiny.en fastest at 128.
+# Under "int8" (float32 arithmetic), OpenVINO's default of 32.
+INT8_BF16_GROUP = 128
 
 
 def import_openvino():
@@ -57,8 +65,8 @@ class OpenVINOEncoder:
     states [num_windows * positions, 2 * d_model] in the same graph, so the runtime that makes
     the states also makes the 1,500-row products of every decoder layer from them (tiny.en: 4
     projections of 1,500 x 384 -> 768 a window, 10+ ms in PyTorch's int8 layers on 2 cores).
-    Without a `precision`, the host's (whisper/encoder_precision.py: bf16 where native, else the
-    faster of int8 and f32, measured once per machine)."""
+    Without a `precision`, the host's (whisper/encoder_precision.py: the faster of bf16 and
+    int8-bf16 where bfloat16 is native, else of int8 and f32, measured once per machine)."""
 
     def __init__(
         self,
@@ -75,7 +83,7 @@ class OpenVINOEncoder:
 
         def build(chosen: str):
             return _compile(
-                core, build_encoder_graph(encoder, chosen == "int8", cross_kv), chosen, num_threads
+                core, build_encoder_graph(encoder, int8_weights(chosen), cross_kv), chosen, num_threads
             )
 
         if precision is not None:
@@ -90,7 +98,7 @@ class OpenVINOEncoder:
         self.padded_request = None
         if cached_padding:
             silent = silent_window(core, encoder, cross_kv, num_threads, ov.get_version())
-            graph = build_encoder_graph(encoder, self.precision == "int8", cross_kv, silent)
+            graph = build_encoder_graph(encoder, int8_weights(self.precision), cross_kv, silent)
             self.padded_request = _compile(core, graph, self.precision, num_threads).create_infer_request()
 
     def __call__(self, features: torch.Tensor) -> list[torch.Tensor]:
@@ -156,11 +164,16 @@ def _infer(request, features: torch.Tensor) -> list[torch.Tensor]:
     return [torch.from_numpy(outputs[i]) for i in range(len(request.model_outputs))]
 
 
+def int8_weights(precision: str) -> bool:
+    return precision.startswith("int8")
+
+
 def _compile(core, graph, precision: str, num_threads: int):
+    groups = {"int8": 32, "int8-bf16": INT8_BF16_GROUP}
     settings = {
-        "INFERENCE_PRECISION_HINT": "bf16" if precision == "bf16" else "f32",
-        # OpenVINO's default group size (32) for the int8 weights' dynamic quantization
-        "DYNAMIC_QUANTIZATION_GROUP_SIZE": 32 if precision == "int8" else 0,
+        "INFERENCE_PRECISION_HINT": "bf16" if precision.endswith("bf16") else "f32",
+        # the int8 weights' activations quantized on the fly, in groups of this many inputs
+        "DYNAMIC_QUANTIZATION_GROUP_SIZE": groups.get(precision, 0),
         "INFERENCE_NUM_THREADS": num_threads,
         "PERFORMANCE_HINT": "LATENCY",
     }

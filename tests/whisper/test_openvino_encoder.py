@@ -20,9 +20,23 @@ def _relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
     return float((got - expected).norm() / expected.norm())
 
 
+def _int8_weights(encoder: OpenVINOEncoder) -> int:
+    """How many int8 weight tensors the compiled graph holds (the products kept compressed)."""
+    ops = encoder.compiled.get_runtime_model().get_ordered_ops()
+    return sum(
+        op.get_rt_info()["layerType"].astype(str) == "Const"
+        and op.get_rt_info()["runtimePrecision"].astype(str) == "i8"
+        for op in ops
+    )
+
+
 # f32 is the same arithmetic; bf16 rounds activations to 8 bits of mantissa; int8 quantizes
-# weights per row and activations per group of 32 (the figures seen: 3e-7, 0.006, 0.02).
-@pytest.mark.parametrize("precision, tolerance", [("f32", 1e-5), ("bf16", 0.03), ("int8", 0.06)])
+# weights per row and activations per group of 32 (the figures seen: 3e-7, 0.006, 0.02);
+# int8-bf16 the same weights, activations per group of 128, bfloat16 around them (0.009).
+PRECISIONS = [("f32", 1e-5), ("bf16", 0.03), ("int8", 0.06), ("int8-bf16", 0.03)]
+
+
+@pytest.mark.parametrize("precision, tolerance", PRECISIONS)
 def test_the_graph_computes_transformers_encoder(tiny_whispers, precision, tolerance):
     folder, hf = tiny_whispers["mel128"]
     model, _ = load_model(folder, "cpu", torch.float32)
@@ -37,9 +51,12 @@ def test_the_graph_computes_transformers_encoder(tiny_whispers, precision, toler
     assert _relative_error(alone, expected[1]) < tolerance
     if precision == "f32":
         assert torch.allclose(alone, got[1500:3000], atol=1e-5)
+    # every Linear's weight (4 a layer) stays int8 under the int8 precisions, none otherwise
+    expected_int8 = 4 * len(model.model.encoder.layers) if precision.startswith("int8") else 0
+    assert _int8_weights(encoder) == expected_int8
 
 
-@pytest.mark.parametrize("precision, tolerance", [("f32", 1e-5), ("bf16", 0.03)])
+@pytest.mark.parametrize("precision, tolerance", [("f32", 1e-5), ("bf16", 0.03), ("int8-bf16", 0.03)])
 def test_the_graph_makes_each_decoder_layers_cross_kv(tiny_whispers, precision, tolerance):
     """Built with the decoder's K/V projections, the graph's outputs are each decoder layer's
     cross-attention K/V of the states (what the layers' kv_proj would make of them)."""
