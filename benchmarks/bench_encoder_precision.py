@@ -2,7 +2,10 @@
 30 s window, 2 threads, the fastest and median of --calls calls; what whisper/encoder_precision.py
 would choose here. Run it first on a new kind of CPU (an AVX2-only one above all).
 
-    python benchmarks/bench_encoder_precision.py --models tiny.en,base
+    python benchmarks/bench_encoder_precision.py --models tiny.en,base [--groups 32,128,512]
+
+`--groups`: also each int8 precision with its activations quantized in groups of that many
+inputs (OpenVINO's DYNAMIC_QUANTIZATION_GROUP_SIZE; the defaults: int8 32, int8-bf16 128).
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ CONFIGS = [
 ]
 
 
-def time_config(core, encoder, projections, int8: bool, precision: str, threads: int, calls: int):
-    compiled = _compile(core, build_encoder_graph(encoder, int8, projections), precision, threads)
+def time_config(core, encoder, projections, int8: bool, precision: str, threads: int, calls: int, group=None):
+    graph = build_encoder_graph(encoder, int8, projections)
+    compiled = _compile(core, graph, precision, threads, group)
     request = compiled.create_infer_request()
     x = torch.randn(1, encoder.conv1.weight.shape[1], 3000, generator=torch.Generator().manual_seed(0))
     request.infer([x.numpy()])
@@ -47,7 +51,9 @@ def main() -> None:
     parser.add_argument("--models", default="tiny.en,base")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--calls", type=int, default=5)
+    parser.add_argument("--groups", default="", help="comma-separated group sizes to time as well")
     args = parser.parse_args()
+    groups = [int(g) for g in args.groups.split(",") if g]
     ov = import_openvino()
     core = ov.Core()
     print(f"# machine: {cpu_name()}")
@@ -61,6 +67,13 @@ def main() -> None:
             best, median = time_config(core, encoder, projections, int8, precision, args.threads, args.calls)
             fastest[precision] = best
             print(f"{name:8s} {label:34s} {best * 1000:7.1f} ms a window (median {median * 1000:.1f})")
+        for group in groups:
+            for precision in ("int8", "int8-bf16"):
+                best, median = time_config(
+                    core, encoder, projections, True, precision, args.threads, args.calls, group
+                )
+                label = f"{precision}, groups of {group}"
+                print(f"{name:8s} {label:34s} {best * 1000:7.1f} ms a window (median {median * 1000:.1f})")
         native = native_bf16(core)
         chosen = min(MEASURED_BF16 if native else MEASURED, key=fastest.get)
         print(f"{name:8s} chosen here: {chosen} (of {', '.join(MEASURED_BF16 if native else MEASURED)})")

@@ -168,12 +168,14 @@ def int8_weights(precision: str) -> bool:
     return precision.startswith("int8")
 
 
-def _compile(core, graph, precision: str, num_threads: int):
+def _compile(core, graph, precision: str, num_threads: int, group: int | None = None):
+    """`group`: inputs per dynamically quantized activation group of an int8 precision, when not
+    its default (benchmarks/bench_encoder_precision.py --groups)."""
     groups = {"int8": 32, "int8-bf16": INT8_BF16_GROUP}
     settings = {
         "INFERENCE_PRECISION_HINT": "bf16" if precision.endswith("bf16") else "f32",
         # the int8 weights' activations quantized on the fly, in groups of this many inputs
-        "DYNAMIC_QUANTIZATION_GROUP_SIZE": groups.get(precision, 0),
+        "DYNAMIC_QUANTIZATION_GROUP_SIZE": groups.get(precision, 0) if group is None else group,
         "INFERENCE_NUM_THREADS": num_threads,
         "PERFORMANCE_HINT": "LATENCY",
     }
