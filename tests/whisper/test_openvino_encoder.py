@@ -11,7 +11,8 @@ from scriba.config import EngineConfig
 from scriba.media.load import load_audio
 from scriba.models.registry import load_model
 from scriba.transcription.engine_settings import speech_config
-from scriba.whisper.openvino_encoder import OpenVINOEncoder
+from scriba.whisper.encoder_graph import build_encoder_graph
+from scriba.whisper.openvino_encoder import INT8_BF16_GROUP, OpenVINOEncoder, _compile, import_openvino
 
 JFK = paths.JFK
 
@@ -144,3 +145,18 @@ def test_openvino_is_imported_without_its_telemetry():
     )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    "precision, group, expected",
+    [("int8", None, 32), ("int8-bf16", None, INT8_BF16_GROUP), ("int8", 512, 512), ("bf16", None, 0)],
+)
+def test_each_int8_precision_quantizes_its_activations_in_its_groups(
+    tiny_whispers, precision, group, expected
+):
+    """OpenVINO is given each int8 precision's group size (or the one asked), none for float ones."""
+    folder, _ = tiny_whispers["multilingual"]
+    model, _ = load_model(folder, "cpu", torch.float32)
+    graph = build_encoder_graph(model.model.encoder, precision.startswith("int8"))
+    compiled = _compile(import_openvino().Core(), graph, precision, 2, group)
+    assert compiled.get_property("DYNAMIC_QUANTIZATION_GROUP_SIZE") == expected
