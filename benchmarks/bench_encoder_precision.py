@@ -21,19 +21,19 @@ from scriba.models.loader import resolve_model_path
 from scriba.models.registry import load_model
 from scriba.whisper.encoder_graph import build_encoder_graph
 from scriba.whisper.encoder_precision import MEASURED, MEASURED_BF16
-from scriba.whisper.openvino_encoder import _compile, import_openvino, native_bf16
+from scriba.whisper.openvino_encoder import _compile, import_openvino, int8_weights, native_bf16
 
-# (label, int8 weights, the precision compiled)
+# (label, the precision compiled)
 CONFIGS = [
-    ("int8 (dynamic quantization)", True, "int8"),
-    ("f32", False, "f32"),
-    ("bf16", False, "bf16"),
-    ("int8-bf16 (dynamic, bf16 around)", True, "int8-bf16"),
+    ("int8 (dynamic quantization)", "int8"),
+    ("f32", "f32"),
+    ("bf16", "bf16"),
+    ("int8-bf16 (dynamic, bf16 around)", "int8-bf16"),
 ]
 
 
-def time_config(core, encoder, projections, int8: bool, precision: str, threads: int, calls: int, group=None):
-    graph = build_encoder_graph(encoder, int8, projections)
+def time_config(core, encoder, projections, precision: str, threads: int, calls: int, group=None):
+    graph = build_encoder_graph(encoder, int8_weights(precision), projections)
     compiled = _compile(core, graph, precision, threads, group)
     request = compiled.create_infer_request()
     x = torch.randn(1, encoder.conv1.weight.shape[1], 3000, generator=torch.Generator().manual_seed(0))
@@ -63,14 +63,14 @@ def main() -> None:
         encoder = model.model.encoder
         projections = [layer.encoder_attn.kv_proj for layer in model.model.decoder.layers]
         fastest = {}
-        for label, int8, precision in CONFIGS:
-            best, median = time_config(core, encoder, projections, int8, precision, args.threads, args.calls)
+        for label, precision in CONFIGS:
+            best, median = time_config(core, encoder, projections, precision, args.threads, args.calls)
             fastest[precision] = best
             print(f"{name:8s} {label:34s} {best * 1000:7.1f} ms a window (median {median * 1000:.1f})")
         for group in groups:
             for precision in ("int8", "int8-bf16"):
                 best, median = time_config(
-                    core, encoder, projections, True, precision, args.threads, args.calls, group
+                    core, encoder, projections, precision, args.threads, args.calls, group
                 )
                 label = f"{precision}, groups of {group}"
                 print(f"{name:8s} {label:34s} {best * 1000:7.1f} ms a window (median {median * 1000:.1f})")

@@ -12,7 +12,13 @@ from scriba.media.load import load_audio
 from scriba.models.registry import load_model
 from scriba.transcription.engine_settings import speech_config
 from scriba.whisper.encoder_graph import build_encoder_graph
-from scriba.whisper.openvino_encoder import INT8_BF16_GROUP, OpenVINOEncoder, _compile, import_openvino
+from scriba.whisper.openvino_encoder import (
+    INT8_BF16_GROUP,
+    OpenVINOEncoder,
+    _compile,
+    import_openvino,
+    int8_weights,
+)
 
 JFK = paths.JFK
 
@@ -53,7 +59,7 @@ def test_the_graph_computes_transformers_encoder(tiny_whispers, precision, toler
     if precision == "f32":
         assert torch.allclose(alone, got[1500:3000], atol=1e-5)
     # every Linear's weight (4 a layer) stays int8 under the int8 precisions, none otherwise
-    expected_int8 = 4 * len(model.model.encoder.layers) if precision.startswith("int8") else 0
+    expected_int8 = 4 * len(model.model.encoder.layers) if int8_weights(precision) else 0
     assert _int8_weights(encoder) == expected_int8
 
 
@@ -157,6 +163,6 @@ def test_each_int8_precision_quantizes_its_activations_in_its_groups(
     """OpenVINO is given each int8 precision's group size (or the one asked), none for float ones."""
     folder, _ = tiny_whispers["multilingual"]
     model, _ = load_model(folder, "cpu", torch.float32)
-    graph = build_encoder_graph(model.model.encoder, precision.startswith("int8"))
+    graph = build_encoder_graph(model.model.encoder, int8_weights(precision))
     compiled = _compile(import_openvino().Core(), graph, precision, 2, group)
     assert compiled.get_property("DYNAMIC_QUANTIZATION_GROUP_SIZE") == expected
