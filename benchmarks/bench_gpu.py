@@ -372,7 +372,7 @@ def variants(args) -> list[tuple[str, str, str]]:
 def run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype, label=""):
     """(wall, decode step, exposed host time or None, step split, tokens) of the engine the variant
     `label` names (SUFFIXES); the engine is freed after."""
-    encoder_stream = "+encoder-stream" in label
+    encoder_stream = "+encoder-stream" in label if label else None  # None: the engine's default
     engine = Engine(
         folder,
         device=args.device,

@@ -7,6 +7,11 @@
 #           dense SDPA, cuDNN first, against packed varlen flash, each twice, alternating)
 #           launch256 launch64 (after tune: its fastest launch, /tmp/best_launch.json, against the default)
 #           overlap (the encoder and the decode on two streams at once: does one hide the other?)
+#           new (only the tests of code no GPU has run yet, session 23 to 29: fp8 rows and products,
+#           packed products, beam candidates, async scheduling, the encoder's stream; ~1 minute)
+#           fp8rows (the fp8 row quantizer alone) parity (the parity tests, float32, the engine's defaults)
+#           variants30 (session 30: the encoder's stream, now the GPU's default, and the fp8 encoder
+#           with the chunked row quantizer)
 #           beams (beam-4 summarization, Scriba against transformers' generate, both on the GPU)
 # The next lent GPU: env overlap kernels async variants (about 11-12 minutes, in two device calls of
 # under 600 s: `env overlap kernels`, then `async variants`): first whether the encoder
@@ -34,12 +39,16 @@ for stage in $stages; do
     env) run env 60 bash -c 'nvidia-smi; git rev-parse HEAD 2>/dev/null; python3 -c "import torch, triton, transformers; print(torch.__version__, triton.__version__, transformers.__version__, torch.cuda.get_device_name())"' ;;
     kernels) run kernels 200 python3 -m pytest -q -p no:cacheprovider tests/kernels tests/engine/test_gpu_path.py tests/models/test_fp8_linear.py tests/engine/test_beam_candidates.py ;;
     engine) SCRIBA_TEST_FLOAT32=1 run engine 300 python3 -m pytest -q -p no:cacheprovider tests/models/test_bart_parity.py tests/whisper/test_whisper_parity.py tests/engine/test_sampling.py tests/engine/test_beam_search.py ;;
+    new) SCRIBA_TEST_FLOAT32=1 run new 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_fp8_rows.py tests/models/test_fp8_linear.py tests/models/test_packed_linear.py tests/engine/test_beam_candidates.py tests/engine/test_gpu_path.py tests/engine/test_async_scheduling.py tests/engine/test_encoder_stream.py -k "not off_on_the_cpu" ;;
     async) SCRIBA_TEST_FLOAT32=1 run async 240 python3 -m pytest -q -p no:cacheprovider tests/engine/test_async_scheduling.py tests/engine/test_encoder_stream.py tests/models/test_bart_parity.py tests/whisper/test_whisper_parity.py -k "not off_on_the_cpu" ;;
     variants) run variants 360 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants async,async+encoder-stream,async+encoder-stream+decode-priority,fp8+encoder-stream,async+fp8-encoder,fp8+fp8-encoder+encoder-stream --profile-admission --out "$OUT/gpu_whisper_b256_variants.txt" ;;
     variants64) run variants64 200 python3 benchmarks/bench_gpu.py --models whisper --batch 64 --profile --variants async,sync,fp8 --out "$OUT/gpu_whisper_b64_variants.txt" ;;
     encgraphs) run encgraphs 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile-admission --variants async-eager-encoder,async,async-eager-encoder,async --out "$OUT/gpu_whisper_b256_encoder_graphs.txt" ;;
     encattn) run encattn 120 python3 benchmarks/bench_encoder_attention_gpu.py --out "$OUT/encoder_attention.txt" ;;
     densevspacked) run densevspacked 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile-admission --variants async-packed-encoder,async,async-packed-encoder,async --out "$OUT/gpu_whisper_b256_dense_encoder_attention.txt" ;;
+    fp8rows) run fp8rows 60 python3 benchmarks/bench_fp8_rows_gpu.py ;;
+    parity) SCRIBA_TEST_FLOAT32=1 run parity 150 python3 -m pytest -q -p no:cacheprovider tests/models/test_bart_parity.py tests/whisper/test_whisper_parity.py ;;
+    variants30) run variants30 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants async,async+encoder-stream,async+fp8-encoder+encoder-stream,fp8+fp8-encoder+encoder-stream --profile-admission --out "$OUT/gpu_whisper_b256_variants30.txt" ;;
     overlap) run overlap 240 python3 benchmarks/bench_overlap_gpu.py --carveouts 0,16,32,48 --out "$OUT/overlap.txt" ;;
     beams) run beams 240 python3 benchmarks/bench_beam.py --device cuda --dtype float16 --num-requests 128 --max-len 512 ;;
     syncs) run syncs 120 bash -c 'cd benchmarks && python3 find_gpu_syncs.py --batch 16 && python3 find_gpu_syncs.py --batch 16 --async-scheduling off' ;;

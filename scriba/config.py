@@ -51,8 +51,9 @@ class EngineConfig:
     # steps: on a GPU on a CUDA stream of their own, so the running requests decode while the next
     # windows encode; a request's prompt joins the first step after its encoder finished
     # (engine/encoder_stream.py). On the CPU the encoder runs when admitted, the prompt a step
-    # later. Off by default: not yet measured faster on a GPU (benchmarks/bench_gpu.py).
-    encoder_stream: bool = False
+    # later. None: on a GPU only (an H200, whisper-large-v3's shape, batch 256: RTFx 1,395 -> 1,695,
+    # the admission's host work hidden; benchmarks/results/gpu_h200_2026-11-28_session30.txt).
+    encoder_stream: bool | None = None
     # "torch" anywhere; "numba" (its decode attention) on the CPU in float32; "cuda" (flash
     # prefill + Triton) or "triton" on a GPU. "auto": "cuda" on a GPU, "numba" on a float32 CPU.
     attention_backend: str = "auto"
@@ -142,6 +143,8 @@ class EngineConfig:
             self.max_num_seqs = 256 if on_gpu else 64
         if self.async_scheduling is None:
             self.async_scheduling = on_gpu
+        if self.encoder_stream is None:
+            self.encoder_stream = on_gpu
         if self.num_cpu_blocks is None and not on_gpu and self.preemption_mode != "swap":
             self.num_cpu_blocks = 0
 

@@ -1,7 +1,7 @@
 """Rows of activations as fp8 (e4m3) codes with a scale each, the left operand of an fp8 matrix
-product (models/fp8_linear.py): on a GPU one Triton kernel reads each row once and writes its codes
-and scale (the torch form is a dozen passes over the activations: abs, amax, division, clamp,
-cast); the codes are `kv8.quantize`'s bit for bit (kv8_triton's rounding). Elsewhere, torch.
+product (models/fp8_linear.py): on a GPU one Triton kernel writes each row's codes and scale (the
+torch form is a dozen passes over the activations: abs, amax, division, clamp, cast); the codes are
+those of `kv8.quantize`'s arithmetic done exactly (kv8_triton's rounding). Elsewhere, torch.
 """
 
 from __future__ import annotations
@@ -11,21 +11,35 @@ import torch
 from scriba.kernels.kv8 import FP8, LARGEST, TINY, quantize
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, tl, triton
 
+# Columns a program reads at a time: a whole row of the encoder's widest activations (5,120 wide)
+# in registers spilled to local memory and ran at ~1/4 of the memory's speed (an H200's admission:
+# 144 us a call, more than fp8 saved in the products; benchmarks/NOTES.md session 30). A row is read
+# twice in chunks instead: for its largest |value|, then for its codes (the second read from cache).
+CHUNK = 1024
+
 if HAS_TRITON:
-    from scriba.kernels.kv8_triton import _quantized
+    from scriba.kernels.kv8_triton import _e4m3_codes
 
     @triton.jit
     def _quantize_rows_kernel(
-        x_ptr, codes_ptr, scales_ptr, stride_x, cols, largest, tiny, BLOCK: tl.constexpr
+        x_ptr, codes_ptr, scales_ptr, stride_x, cols, largest, tiny, CHUNK: tl.constexpr
     ):
-        """One program per row: its codes (as int8 bytes) and its scale."""
+        """One program per row: its codes (as int8 bytes) and its scale, as kv8_triton's
+        _quantized (IEEE divisions, round-to-nearest-even codes) over chunks of the row."""
         row = tl.program_id(0).to(tl.int64)
-        col = tl.arange(0, BLOCK)[None, :]
-        mask = col < cols
-        x = tl.load(x_ptr + row * stride_x + col, mask=mask, other=0.0).to(tl.float32)
-        codes, scale = _quantized(x, largest, tiny, True)  # [1, BLOCK], [1]
-        tl.store(codes_ptr + row * cols + col, codes, mask=mask)
-        tl.store(scales_ptr + row + tl.arange(0, 1), scale)
+        col = tl.arange(0, CHUNK)
+        x_row = x_ptr + row * stride_x
+        largest_seen = tl.zeros([CHUNK], dtype=tl.float32)
+        for start in range(0, cols, CHUNK):
+            x = tl.load(x_row + start + col, mask=start + col < cols, other=0.0).to(tl.float32)
+            largest_seen = tl.maximum(largest_seen, tl.abs(x))
+        scale = tl.maximum(tl.math.div_rn(tl.max(largest_seen, axis=0), largest), tiny)
+        for start in range(0, cols, CHUNK):
+            mask = start + col < cols
+            x = tl.load(x_row + start + col, mask=mask, other=0.0).to(tl.float32)
+            scaled = tl.minimum(tl.maximum(tl.math.div_rn(x, scale), -largest), largest)
+            tl.store(codes_ptr + row * cols + start + col, _e4m3_codes(scaled).to(tl.int8), mask=mask)
+        tl.store(scales_ptr + row, scale)
 
 
 def quantize_rows_fp8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -54,6 +68,6 @@ def quantize_rows_fp8_triton(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
             cols,
             LARGEST[FP8],
             TINY,
-            BLOCK=next_power_of_2(cols),
+            CHUNK=min(CHUNK, next_power_of_2(cols)),
         )
     return codes, scales

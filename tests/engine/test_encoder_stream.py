@@ -162,3 +162,15 @@ def test_needs_a_model_that_writes_its_cross_cache_alone(tiny_bart, monkeypatch)
     monkeypatch.delattr(BartForConditionalGeneration, "write_cross_kv")
     with pytest.raises(ValueError, match="encoder_stream=True needs a model"):
         Engine(tiny_bart[0], num_kv_blocks=64, encoder_stream=True)
+
+
+def test_on_by_default_on_a_gpu_only(monkeypatch):
+    """EngineConfig(encoder_stream=None) is resolved by the device (config validation only: no GPU
+    is needed to check the GPU's default); an explicit choice stands either way."""
+    from scriba import config
+
+    assert config.EngineConfig(device="cpu").encoder_stream is False
+    assert config.EngineConfig(device="cpu", encoder_stream=True).encoder_stream is True
+    monkeypatch.setattr(config, "_cuda_available", lambda: True)
+    assert config.EngineConfig(device="cuda").encoder_stream is True
+    assert config.EngineConfig(device="cuda", encoder_stream=False).encoder_stream is False
