@@ -13,14 +13,12 @@
 #           variants30 (session 30: the encoder's stream, now the GPU's default, and the fp8 encoder
 #           with the chunked row quantizer)
 #           beams (beam-4 summarization, Scriba against transformers' generate, both on the GPU)
-# The next lent GPU: env overlap kernels async variants (about 11-12 minutes, in two device calls of
-# under 600 s: `env overlap kernels`, then `async variants`): first whether the encoder
-# and the decode overlap on two streams (the RTFx targets' next design, benchmarks/NOTES.md session
-# 23), then the engine built on it (EngineConfig.encoder_stream: its identity tests under `async`,
-# its RTFx at batch 256 under `variants`: against the default, with the decode's steps on a high-priority
-# stream, with an fp8 cache, and with the encoder's products in fp8, EngineConfig.encoder_quantization;
-# `kernels` runs the fp8 row quantizer, Fp8Linear and the beams' device-side choice there; `async`'s
-# parity tests run beam search through it), then whatever changed since session 23.
+# Session 30 (an H200) ran `env new variants`, then `fp8rows new variants30 parity` (~4 and ~3.5
+# minutes a call): the encoder's stream became the GPU's default; encoder and decode do not overlap on
+# the device (benchmarks/results/gpu_h200_2026-11-28_session30.txt). The next lent GPU, in one call
+# of ~6 minutes: env new parity variants30 tune (an H100's figures with today's defaults, GPU.md's
+# targets being an H100's; then the fp8 cache's decode launch, at 1.52-1.60x its floor against
+# float16's 1.26-1.30x).
 # Each stage has its own time limit, so one failure or hang leaves the others' results.
 set -u
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
