@@ -1,0 +1,104 @@
+"""How few bits the cross-attention K/V can keep: WER on real speech with every cached cross K/V
+vector rounded to `bits` (symmetric, a scale per group of `group` values: 64 = one per head vector,
+as the 8-bit caches' kv8.quantize), the rest as the default transcription runs.
+
+Why: on a GPU a batch-256 decode step reads every sequence's 1,500-position cross K/V, and on the
+device the encoder and the decode do not overlap (benchmarks/results/gpu_h200_2026-11-28_session30.txt):
+RTFx is bounded by the sum of their device work, which GPU.md's targets pass with an 8-bit cache. A
+4-bit cache halves the decode's floor again. This measures its precision before anything is built:
+the values are rounded where they are written (the prompt's prefill reads the rounded ones too, a
+little worse than a cache would be), in float32 on the CPU.
+
+    python benchmarks/measure_cross_kv_bits.py [--models tiny.en,base] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+
+import torch
+from machine import cpu_name
+from results_file import save_lines
+from wer import load_manifest, wer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SPEECH = os.path.join(HERE, "..", "..", "shared", "data", "dev_speech")
+LONG = os.path.join(HERE, "..", "..", "shared", "data", "dev_longform")
+SETTINGS = [(None, None), (8, 64), (4, 64), (4, 32), (4, 16)]  # (bits, group); None: as cached today
+ROUNDING = {"bits": None, "group": None}
+
+
+def rounded(x: torch.Tensor) -> torch.Tensor:
+    """x [..., n] (n a multiple of the group) rounded to ROUNDING's bits, a scale per group."""
+    bits, group = ROUNDING["bits"], ROUNDING["group"]
+    if bits is None:
+        return x
+    groups = x.float().reshape(-1, group)
+    top = 2 ** (bits - 1) - 1
+    scale = (groups.abs().amax(-1, keepdim=True) / top).clamp_min(1e-12)
+    return ((groups / scale).round().clamp(-top, top) * scale).reshape(x.shape).to(x.dtype)
+
+
+def round_cross_writes() -> None:
+    """Every cross K/V write rounded: through the attention (a prefill's) and write_cross_kv (the
+    numba decoder's prompts, the encoder's stream)."""
+    from scriba.models.layers import Attention, AttentionType, MultiHeadAttention
+
+    forward, write = Attention.forward, MultiHeadAttention.write_cross_kv
+
+    def attention_forward(self, q, k, v, meta, *rest, **kwargs):
+        if self.attn_type is AttentionType.CROSS and k is not None:
+            k, v = rounded(k), rounded(v)
+        return forward(self, q, k, v, meta, *rest, **kwargs)
+
+    def write_cross_kv(self, cross_kv, meta):
+        return write(self, rounded(cross_kv), meta)
+
+    Attention.forward, MultiHeadAttention.write_cross_kv = attention_forward, write_cross_kv
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="tiny.en,base")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    import scriba
+    from scriba.media.load import load_audio
+
+    lines = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    say(f"# python benchmarks/measure_cross_kv_bits.py {' '.join(sys.argv[1:])}")
+    say(f"host: {cpu_name()}, {os.cpu_count()} CPUs")
+    round_cross_writes()
+    paths, refs = load_manifest(SPEECH, "short")
+    audios = [load_audio(p) for p in paths]
+    long_path, long_ref = long_recording()
+    for model in args.models.split(","):
+        for bits, group in SETTINGS:
+            ROUNDING.update(bits=bits, group=group)
+            hyps = [scriba.transcribe((a, 16000), model=model, language="en").text for a in audios]
+            text = scriba.transcribe(long_path, model=model, language="en").text
+            kept = f"{bits} bits, a scale per {group} values" if bits else "as cached (the default)"
+            say(
+                f"{model}, cross K/V {kept}: WER over {len(paths)} short clips {wer(refs, hyps):.4f}, "
+                f"{os.path.basename(long_path)} {wer([long_ref], [text]):.4f}"
+            )
+    save_lines(lines, args.out)
+
+
+def long_recording() -> tuple[str, str]:
+    """(path, reference text) of dev_longform's recording."""
+    with open(os.path.join(LONG, "MANIFEST.tsv"), newline="") as f:
+        row = next(csv.DictReader(f, delimiter="\t"))
+    return os.path.join(LONG, row["file"]), row["reference_text"]
+
+
+if __name__ == "__main__":
+    main()
