@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
-_KV_CACHE_DTYPES = (*_DTYPES, "fp8", "int8")
+_KV_CACHE_DTYPES = (*_DTYPES, "fp8", "int8", "int4")
 _PREEMPTION_MODES = ("recompute", "swap")
 _BACKENDS = ("auto", "torch", "numba", "triton", "cuda")
 _QUANTIZATIONS = ("int8",)  # as scriba.models.quantize.QUANTIZATIONS (config imports no torch)
@@ -65,7 +65,9 @@ class EngineConfig:
     # attention reads half the bytes, through kernels/cpu_paged_attention.py (1.05-1.31x faster
     # with int8; not the default: it cost the multilingual base one word too many in Spanish).
     # "fp8" (e4m3) or "int8": 8-bit codes with a scale per cached vector (kernels/kv8.py): a
-    # quarter of float32's bytes, on the CPU or a GPU, under any compute dtype.
+    # quarter of float32's bytes, on the CPU or a GPU, under any compute dtype. "int4": 4-bit codes,
+    # two a byte, half of those bytes again (for a GPU's batched decode, bound by reading the cross
+    # K/V; read by the torch and Triton paths, not the numba ones).
     kv_cache_dtype: str = "auto"
     # CPU threads for torch's intra-op pool. None: one per physical core this process may use,
     # within its container's CPU quota (engine/threads.py), unless OMP_NUM_THREADS is set.
@@ -167,10 +169,10 @@ class EngineConfig:
         if kv not in _KV_CACHE_DTYPES:
             raise ValueError(f"kv_cache_dtype must be one of {_KV_CACHE_DTYPES}, got {kv!r}")
         half_under_float32 = kv in ("float16", "bfloat16") and (self.dtype, on_gpu) == ("float32", False)
-        if kv not in ("auto", "fp8", "int8", self.dtype) and not half_under_float32:
+        if kv not in ("auto", "fp8", "int8", "int4", self.dtype) and not half_under_float32:
             raise ValueError(
                 f"kv_cache_dtype={kv!r} with dtype={self.dtype!r}: the cache is in the compute dtype, "
-                "or float16 or bfloat16 under float32 on the CPU, or 8-bit (fp8, int8)"
+                "or float16 or bfloat16 under float32 on the CPU, or 8-bit (fp8, int8) or 4-bit (int4)"
             )
 
     def _check_encoder_runtime(self, on_gpu: bool) -> None:
@@ -208,6 +210,8 @@ class EngineConfig:
 
         if self.kv_cache_dtype == "fp8":
             return torch.float8_e4m3fn
+        if self.kv_cache_dtype == "int4":
+            return torch.uint8  # two codes a byte (kernels/kv8.py's PACKED4)
         return self.torch_dtype if self.kv_cache_dtype == "auto" else getattr(torch, self.kv_cache_dtype)
 
 

@@ -39,7 +39,7 @@ from scriba.engine.table_rows import TableRows
 from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, get_backend
 from scriba.kernels.context_reads import group_context_reads
-from scriba.kernels.kv8 import is_8bit, new_kv_scales
+from scriba.kernels.kv8 import is_quantized, new_kv_scales, stored_dim
 from scriba.kernels.kv_cache import copy_blocks, new_kv_cache, swap_blocks
 from scriba.kernels.to_device import stack_to_device, to_device
 from scriba.models.decoder_step import MAX_ROWS, NumbaDecoderStep, unsupported
@@ -153,8 +153,8 @@ class ModelRunner:
         return [new_kv_cache(*block, head_major=head_major, **tensor) for _ in layers]
 
     def new_kv_scales(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
-        """An 8-bit cache's scales, [2, blocks, block_size, heads] per layer (kernels/kv8.py)."""
-        if not is_8bit(self.kv_cache_dtype):
+        """A quantized cache's scales, [2, blocks, block_size, heads] per layer (kernels/kv8.py)."""
+        if not is_quantized(self.kv_cache_dtype):
             return []
         heads = self.model.decoder_attention_layers()[0][0].num_heads
         pin = torch.device(device).type == "cpu" and self.device.type == "cuda" and num_blocks > 0
@@ -225,8 +225,9 @@ class ModelRunner:
         layers = model.decoder_attention_layers()
         attn = layers[0][0]
         itemsize = torch.empty((), dtype=dtype).element_size()
-        scales = 2 * block_size * attn.num_heads * 4 if is_8bit(dtype) else 0  # a float32 per vector
-        return len(layers) * (2 * block_size * attn.num_heads * attn.head_dim * itemsize + scales)
+        scales = 2 * block_size * attn.num_heads * 4 if is_quantized(dtype) else 0  # a float32 per vector
+        vector = stored_dim(attn.head_dim, dtype) * itemsize  # (two codes a byte in a 4-bit cache)
+        return len(layers) * (2 * block_size * attn.num_heads * vector + scales)
 
     def cross_attentions(self, requests: list[tuple[list[int], list[int]]], num_positions: int, heads):
         """See cross_attention_weights.py."""

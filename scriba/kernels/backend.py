@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from scriba.kernels.kv8 import is_8bit, write_kv_cache_8bit_ref
+from scriba.kernels.kv8 import PACKED4, is_quantized, write_kv_cache_8bit_ref
 from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
 from scriba.kernels.triton_support import HAS_TRITON, require_triton
@@ -53,7 +53,7 @@ class TorchBackend:
 
     @staticmethod
     def write_kv_cache(k, v, kv_cache, slot_mapping, scales=None):
-        """K/V to their slots; an 8-bit cache (with its `scales`) through kv8.py."""
+        """K/V to their slots; a quantized cache (with its `scales`) through kv8.py."""
         if scales is None:
             return write_kv_cache_ref(k, v, kv_cache, slot_mapping)
         return write_kv_cache_8bit_ref(k, v, kv_cache, scales, slot_mapping)
@@ -134,10 +134,10 @@ def get_backend(
     """ "auto": "cuda" on a GPU with Triton installed, "numba" on the CPU in float32, else
     "torch". A KV cache in another dtype than the compute `dtype` is float16 or bfloat16 under
     float32 on the CPU only, read by "numba", or 8-bit (kv8.py: fp8 or int8), which every backend
-    reads."""
+    reads, or 4-bit (kv8.PACKED4), which every backend but "numba" reads."""
     device = torch.device(device)
     kv_cache_dtype = kv_cache_dtype or dtype
-    if kv_cache_dtype != dtype and not is_8bit(kv_cache_dtype):
+    if kv_cache_dtype != dtype and not is_quantized(kv_cache_dtype):
         half = kv_cache_dtype in (torch.float16, torch.bfloat16)
         if not half or (dtype, device.type) != (torch.float32, "cpu"):
             raise ValueError(
@@ -149,6 +149,10 @@ def get_backend(
         return NumbaBackend()
     if name == "auto":
         name = auto_backend(device, dtype)
+        if name == "numba" and kv_cache_dtype == PACKED4:  # its kernel reads 8-bit codes at most
+            name = "torch"
+    if name == "numba" and kv_cache_dtype == PACKED4:
+        raise ValueError("the 'numba' attention backend reads no 4-bit cache; use 'torch' or 'auto'")
     if name not in BACKENDS:
         raise ValueError(f"unknown attention backend {name!r}; available: {sorted(BACKENDS)}")
     if name == "cuda" and device.type != "cuda":

@@ -33,7 +33,7 @@ from numba.extending import intrinsic, overload
 
 from scriba.kernels.cpu_exp import softmax_weights
 from scriba.kernels.cpu_f16_blocks import BLOCK, HEAD_DIM, block_scores, block_values
-from scriba.kernels.kv8 import is_8bit
+from scriba.kernels.kv8 import is_quantized
 from scriba.kernels.paged_attention import check_paged_args
 
 BLOCK_ELEMENTS = BLOCK * HEAD_DIM  # a block of one head's float16 keys or values
@@ -251,7 +251,7 @@ def paged_decode_attention_cpu(
             "needs a CPU float32, float16, bfloat16, fp8 or int8 cache and float32 q, "
             f"got {kv_cache.dtype} and {q.dtype}"
         )
-    if is_8bit(kv_cache.dtype) != (kv_scales is not None):
+    if is_quantized(kv_cache.dtype) != (kv_scales is not None):
         raise ValueError("an 8-bit cache is read with its scales, and only an 8-bit cache has scales")
     out = torch.empty(q.shape)
     args = _kernel_args(q, kv_cache, block_tables, seq_lens, scale, out)

@@ -1,7 +1,12 @@
 """An 8-bit KV cache: each cached K or V vector (one token, one head) stored as 8-bit codes
 times a scale of its own (`scales` [2, blocks, block_size, heads] float32 beside each layer's
 cache): e4m3 floats (kv_cache_dtype="fp8", float8_e4m3fn, the vector's largest |value| at
-448) or int8 (kv_cache_dtype="int8", symmetric, the largest at 127).
+448) or int8 (kv_cache_dtype="int8", symmetric, the largest at 127); or 4-bit codes
+(kv_cache_dtype="int4", symmetric, the largest at 7), two a byte (PACKED4): a vector's first half
+in the low nibbles of its head_dim / 2 bytes, its second half in the high ones, each code + 8, so
+that a reader unpacks two contiguous halves. Why 4 bits: a GPU's batched decode step is bound by
+reading every sequence's cross K/V; this halves the 8-bit bytes again, at WER within 0.0025 of the
+float cache on real speech (benchmarks/measure_cross_kv_bits.py).
 
 Why a scale per vector, not per block or head: a self-attention block fills a token at a time,
 so no block-wide scale can be known when its first token is written; per vector, every write
@@ -16,13 +21,41 @@ from __future__ import annotations
 import torch
 
 FP8 = torch.float8_e4m3fn
-KV8_DTYPES = (FP8, torch.int8)
-LARGEST = {FP8: 448.0, torch.int8: 127.0}  # the code each vector's largest |value| maps to
+PACKED4 = torch.uint8  # the 4-bit cache's bytes, two codes each
+QUANTIZED_DTYPES = (FP8, torch.int8, PACKED4)
+LARGEST = {FP8: 448.0, torch.int8: 127.0, PACKED4: 7.0}  # the code a vector's largest |value| maps to
 TINY = 1e-12  # a vector of zeros keeps a positive scale
 
 
-def is_8bit(dtype: torch.dtype) -> bool:
-    return dtype in KV8_DTYPES
+def is_quantized(dtype: torch.dtype) -> bool:
+    """Whether a cache of this dtype holds codes with a scale per vector (this module's)."""
+    return dtype in QUANTIZED_DTYPES
+
+
+def stored_dim(head_dim: int, dtype: torch.dtype) -> int:
+    """The cache's last dimension for vectors of head_dim: half of it when packed."""
+    if dtype != PACKED4:
+        return head_dim
+    if head_dim % 2:
+        raise ValueError(f"a 4-bit cache packs two codes a byte: head_dim must be even, got {head_dim}")
+    return head_dim // 2
+
+
+def head_dim_of(kv_cache: torch.Tensor) -> int:
+    """The vectors' head_dim of a cache [..., stored_dim]."""
+    return kv_cache.shape[-1] * (2 if kv_cache.dtype == PACKED4 else 1)
+
+
+def pack4(codes: torch.Tensor) -> torch.Tensor:
+    """int8 codes in [-7, 7] [..., head_dim] -> bytes [..., head_dim / 2] (PACKED4)."""
+    low, high = (codes.to(torch.int16) + 8).chunk(2, dim=-1)
+    return (low | (high << 4)).to(PACKED4)
+
+
+def unpack4(packed: torch.Tensor) -> torch.Tensor:
+    """bytes [..., head_dim / 2] (PACKED4) -> int8 codes [..., head_dim]."""
+    as_int = packed.to(torch.int16)
+    return (torch.cat([as_int & 15, as_int >> 4], dim=-1) - 8).to(torch.int8)
 
 
 def new_kv_scales(num_blocks: int, block_size: int, heads: int, device="cpu", pin_memory: bool = False):
@@ -37,15 +70,15 @@ def quantize(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.T
     x = x.float()
     scale = (x.abs().amax(-1) / LARGEST[dtype]).clamp_min_(TINY)
     scaled = x / scale[..., None]
-    if dtype == torch.int8:
-        return scaled.round_().clamp_(-127, 127).to(torch.int8), scale
+    if dtype in (torch.int8, PACKED4):  # (4-bit codes as int8; pack4 makes the bytes)
+        return scaled.round_().clamp_(-LARGEST[dtype], LARGEST[dtype]).to(torch.int8), scale
     return scaled.clamp_(-LARGEST[dtype], LARGEST[dtype]).to(dtype), scale
 
 
 def write_kv_cache_8bit_ref(
     k: torch.Tensor,  # [tokens, heads, head_dim]
     v: torch.Tensor,  # [tokens, heads, head_dim]
-    kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim] 8-bit
+    kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, stored_dim] quantized
     scales: torch.Tensor,  # [2, blocks, block_size, heads] float32
     slot_mapping: torch.Tensor,  # [tokens] int
 ) -> None:
@@ -54,12 +87,16 @@ def write_kv_cache_8bit_ref(
     slots = slot_mapping.long()
     for i, x in enumerate((k, v)):
         codes, scale = quantize(x, kv_cache.dtype)
+        if kv_cache.dtype == PACKED4:
+            codes = pack4(codes)
         # as bytes: the CPU has no index_copy for float8
         kv_cache[i].view(torch.int8).view(-1, heads, dim).index_copy_(0, slots, codes.view(torch.int8))
         scales[i].view(-1, heads).index_copy_(0, slots, scale)
 
 
 def dequantized(kv: torch.Tensor, kv_scales: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
-    """Blocks of an 8-bit cache, [..., blocks, block_size, heads, head_dim], in `dtype`, given
-    their scales [..., blocks, block_size, heads]."""
+    """Blocks of a quantized cache, [..., blocks, block_size, heads, stored_dim], in `dtype` as
+    [..., head_dim], given their scales [..., blocks, block_size, heads]."""
+    if kv.dtype == PACKED4:
+        kv = unpack4(kv)
     return (kv.to(torch.float32) * kv_scales[..., None]).to(dtype)

@@ -19,6 +19,7 @@ import math
 import torch
 
 from scriba.kernels.host_pages import zeroed_host_memory
+from scriba.kernels.kv8 import head_dim_of, stored_dim
 from scriba.kernels.kv8_triton import write_kv_cache_8bit_triton
 from scriba.kernels.to_device import to_device
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
@@ -26,7 +27,8 @@ from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_t
 
 def new_kv_cache(
     num_blocks: int, block_size: int, heads: int, head_dim: int, head_major: bool = False, **tensor_args
-) -> torch.Tensor:  # [2, num_blocks, block_size, heads, head_dim], zeros
+) -> torch.Tensor:  # [2, num_blocks, block_size, heads, head_dim] zeros (head_dim / 2 bytes packed)
+    head_dim = stored_dim(head_dim, tensor_args.get("dtype", torch.float32))
     if head_major:  # one region per K or V and head
         shape = (2, heads, num_blocks, block_size, head_dim)
         return _zeros(shape, regions=2 * heads, **tensor_args).permute(0, 2, 3, 1, 4)
@@ -53,7 +55,7 @@ def check_write_args(
         raise ValueError(
             f"kv_cache must be [2, blocks, block_size, heads, head_dim], got {tuple(kv_cache.shape)}"
         )
-    if k.shape != v.shape or k.shape[1:] != kv_cache.shape[3:]:
+    if k.shape != v.shape or k.shape[1:] != (kv_cache.shape[3], head_dim_of(kv_cache)):
         raise ValueError(f"k/v {tuple(k.shape)} do not fit cache {tuple(kv_cache.shape)}")
     if slot_mapping.shape != (k.shape[0],):
         raise ValueError(f"slot_mapping must be [{k.shape[0]}], got {tuple(slot_mapping.shape)}")

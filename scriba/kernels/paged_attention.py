@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from scriba.kernels.context_reads import ContextReads, RunBatch, group_context_reads
-from scriba.kernels.kv8 import dequantized, is_8bit
+from scriba.kernels.kv8 import PACKED4, dequantized, head_dim_of, is_quantized
 from scriba.kernels.paged_decode_plan import partial_buffers, partitions, resolve_launch
 from scriba.kernels.triton_support import (
     HAS_TRITON,
@@ -28,7 +28,11 @@ def check_paged_args(
 ) -> None:
     if q.dim() != 3:
         raise ValueError(f"q must be [seqs, heads, head_dim], got {tuple(q.shape)}")
-    if kv_cache.dim() != 5 or kv_cache.shape[0] != 2 or kv_cache.shape[3:] != q.shape[1:]:
+    if (
+        kv_cache.dim() != 5
+        or kv_cache.shape[0] != 2
+        or (kv_cache.shape[3], head_dim_of(kv_cache)) != q.shape[1:]
+    ):
         raise ValueError(f"kv_cache {tuple(kv_cache.shape)} does not fit q {tuple(q.shape)}")
     if block_tables.dim() != 2 or block_tables.shape[0] != q.shape[0] or seq_lens.shape != (q.shape[0],):
         raise ValueError(
@@ -284,8 +288,8 @@ def _check_triton_args(q, kv_cache, block_tables, seq_lens, kv_scales) -> None:
         raise ValueError("q must be contiguous in head_dim and kv_cache contiguous")
     if block_tables.stride(-1) != 1 or block_tables.dtype not in (torch.int32, torch.int64):
         raise ValueError("block_tables must be an int32/int64 tensor contiguous in its last dim")
-    if is_8bit(kv_cache.dtype) != (kv_scales is not None):
-        raise ValueError("an 8-bit cache is read with its scales, and only an 8-bit cache has scales")
+    if is_quantized(kv_cache.dtype) != (kv_scales is not None):
+        raise ValueError("a quantized cache is read with its scales, and only a quantized cache has scales")
     if q.dtype != kv_cache.dtype and kv_scales is None:
         raise ValueError(f"q dtype {q.dtype} differs from the cache's {kv_cache.dtype}")
     if kv_scales is not None and (
@@ -314,6 +318,14 @@ def paged_decode_attention_triton(
     num_seqs, heads, dim = q.shape
     out = _output_for(q, out)
     if num_seqs == 0:
+        return out
+    if kv_cache.dtype == PACKED4:  # a kernel of its own (imported here: it imports this module's)
+        from scriba.kernels.paged_attention_4bit import paged_decode_attention_4bit
+
+        args = (q, kv_cache, block_tables, seq_lens, scale, num_splits, out, launch, kv_scales)
+        parts, num_splits, block_d = paged_decode_attention_4bit(*args)
+        if num_splits > 1:
+            _reduce_splits(*parts, out, num_splits, block_d)
         return out
     block_size = kv_cache.shape[2]
     block_d = next_power_of_2(dim)

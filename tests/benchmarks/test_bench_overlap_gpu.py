@@ -19,8 +19,10 @@ def test_the_smoke_run_reports_times_and_their_overlap(tmp_path):
     overlaps = [float(x) for x in re.findall(r"\((-?[\d.]+)\)", rows[0])]
     enc, dec, serial, both, urgent = ms
     assert min(ms) > 0 and len(overlaps) == 2
+    # the figures as printed: times to 0.01 ms (three of them, 0.005 each), the overlap to 0.01
+    rounding = 3 * 0.005 / min(enc, dec) + 0.005
     for together, overlap in zip((both, urgent), overlaps):
-        assert abs(overlap - (enc + dec - together) / min(enc, dec)) < 0.02
+        assert abs(overlap - (enc + dec - together) / min(enc, dec)) <= rounding + 1e-9
 
 
 def test_the_encoder_proxy_is_a_pre_norm_transformer_layer():

@@ -69,6 +69,23 @@ def test_whisper_triton_path_matches_torch_path(tiny_whispers):
     assert token_ids(engine.generate(prompts, params)) == expected
 
 
+def test_a_4bit_cache_through_the_triton_path_matches_the_torch_path(tiny_bart):
+    """kv_cache_dtype="int4": the Triton write and decode kernels (paged_attention_4bit.py) under
+    the graph buffers and asynchronous scheduling (a GPU's defaults) give the torch path's tokens
+    over the same codes."""
+    path, _ = tiny_bart
+    prompts = [{"prompt_token_ids": p} for p in random_prompts(5, seed=4, max_len=60)]
+    params = SamplingParams(max_tokens=8, ignore_eos=True)
+    settings = dict(dtype="float32", kv_cache_dtype="int4", num_kv_blocks=200)
+    expected = token_ids(
+        Engine(path, device="cpu", attention_backend="torch", **settings).generate(prompts, params)
+    )
+    engine = Engine(path, device=DEVICE, attention_backend=BACKEND, async_scheduling=True, **settings)
+    if DEVICE == "cpu":
+        engine.runner.capture_decode_graphs(max_batch=8, max_self_blocks=8, max_cross_blocks=8, capture=False)
+    assert token_ids(engine.generate(prompts, params)) == expected
+
+
 @pytest.mark.parametrize("model", ["bart", "whisper"])
 def test_profile_step_runs_and_leaves_the_cache_alone(tiny_bart, tiny_whispers, model):
     path = tiny_bart[0] if model == "bart" else tiny_whispers["english"][0]

@@ -1,4 +1,4 @@
-"""The 8-bit KV cache (kernels/kv8.py: fp8 e4m3 or int8 codes, a scale per cached vector) and
+"""The quantized KV caches (kernels/kv8.py: fp8 e4m3, int8 or packed 4-bit codes, a scale per cached vector) and
 every reader and writer of it, against the torch reference: the numba CPU kernel, and the Triton
 decode and write kernels (on CUDA, else in Triton's interpreter, conftest.py). Oracle for the
 reference itself: the float32 values written, within the code's rounding, and dense float
@@ -10,16 +10,25 @@ import pytest
 import torch
 
 from scriba.kernels.cpu_paged_attention import paged_decode_attention_cpu
-from scriba.kernels.kv8 import FP8, dequantized, new_kv_scales, quantize, write_kv_cache_8bit_ref
+from scriba.kernels.kv8 import (
+    FP8,
+    PACKED4,
+    dequantized,
+    new_kv_scales,
+    pack4,
+    quantize,
+    unpack4,
+    write_kv_cache_8bit_ref,
+)
 from scriba.kernels.kv_cache import copy_blocks, new_kv_cache, swap_blocks, write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 BLOCK_SIZE, HEADS, DIM = 16, 3, 64
-DTYPES = [FP8, torch.int8]
+DTYPES = [FP8, torch.int8, PACKED4]
 # the largest error of a kept value, relative to its vector's largest |value|: half a code step
-# (e4m3: 3 mantissa bits, 1/16 of the value's binade; int8: 1/254 of the largest)
-BOUND = {FP8: 1 / 16, torch.int8: 1 / 254 + 1e-6}
+# (e4m3: 3 mantissa bits, 1/16 of the value's binade; int8: 1/254 of the largest; 4-bit: 1/14)
+BOUND = {FP8: 1 / 16, torch.int8: 1 / 254 + 1e-6, PACKED4: 1 / 14 + 1e-6}
 
 
 def filled_cache(dtype, lengths, seed, head_major=False, device="cpu"):
@@ -71,6 +80,10 @@ def test_decode_readers_agree_with_dense_float_attention(dtype, head_major):
         kv = dequantized(cache[:, blocks], scales[:, blocks]).flatten(1, 2)[:, :n]  # what was kept
         dense = torch.softmax(torch.einsum("hd,thd->ht", q[row] * 0.125, kv[0]), -1)
         torch.testing.assert_close(ref[row], torch.einsum("ht,thd->hd", dense, kv[1]), atol=1e-3, rtol=1e-3)
+    if dtype == PACKED4:  # the numba kernel reads 8-bit caches only (the engine picks torch)
+        with pytest.raises(ValueError, match="fp8 or int8 cache"):
+            paged_decode_attention_cpu(q, cache, tables, lengths, 0.125, kv_scales=scales)
+        return
     cpu = paged_decode_attention_cpu(q, cache, tables, lengths, 0.125, kv_scales=scales)
     torch.testing.assert_close(cpu, ref, atol=5e-4, rtol=1e-3)
 
@@ -94,7 +107,7 @@ def test_the_triton_decode_kernel_reads_8bit_as_the_reference(dtype, splits, hea
     )
     # float32 sums in another order, over keys up to ~1,000 (a head's scores up to ~1e4)
     torch.testing.assert_close(got, ref, atol=5e-4, rtol=1e-3)
-    with pytest.raises(ValueError, match="8-bit cache is read with its scales"):
+    with pytest.raises(ValueError, match="quantized cache is read with its scales"):
         paged_decode_attention_triton(q, cache, tables, lengths, 0.125)
 
 
@@ -105,6 +118,7 @@ def test_the_triton_decode_kernel_reads_8bit_as_the_reference(dtype, splits, hea
 EDGES = {
     FP8: [448.0, 1.0625, 1.1875, 1.9375, 2**-10, 3 * 2**-10, 15 * 2**-10, -1.0625, -(2**-12), 0.0, 300.0],
     torch.int8: [127.0, 2.5, 3.5, -2.5, 0.5, 1.5, -0.5, 126.5, -127.0, 0.0, 0.49],
+    PACKED4: [7.0, 2.5, 3.5, -2.5, 0.5, 1.5, -0.5, 6.5, -7.0, 0.0, 0.49],
 }
 
 
@@ -157,3 +171,16 @@ def test_copies_and_swaps_carry_the_scales(dtype):
     swap_blocks([cache, scales], [host, host_scales], [(block, 2)])
     moved = dequantized(host[:, 2:3], host_scales[:, 2:3])
     assert torch.equal(moved, dequantized(cache[:, block : block + 1], scales[:, block : block + 1]))
+
+
+def test_4bit_codes_pack_two_halves_a_byte():
+    """pack4 puts a vector's first half in the low nibbles and its second in the high ones (what
+    the Triton kernels unpack), each code + 8; unpack4 inverts it for every code."""
+    codes = torch.tensor([[-7, 0, 3, 7, -1, 2, -7, 5]], dtype=torch.int8)
+    packed = pack4(codes)
+    assert packed.dtype == PACKED4 and packed.shape == (1, 4)
+    assert packed[0].tolist() == [(-7 + 8) | ((-1 + 8) << 4), 8 | (10 << 4), 11 | (1 << 4), 15 | (13 << 4)]
+    every = torch.arange(-7, 8, dtype=torch.int8).repeat(2)[None, :]
+    assert torch.equal(unpack4(pack4(every)), every)
+    with pytest.raises(ValueError, match="head_dim must be even"):
+        new_kv_cache(2, 4, HEADS, 63, dtype=PACKED4)

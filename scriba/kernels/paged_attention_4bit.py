@@ -1,0 +1,147 @@
+"""The Triton paged decode over a 4-bit cache (kv8.PACKED4): paged_attention.py's kernel, each byte
+read once and unpacked into a code of the vector's first half (its low nibble) and one of its second
+half (its high nibble), so q, the accumulators and the output are kept as two contiguous halves.
+Why a kernel of its own: the float and 8-bit kernel reads one element per lane; this one reads half
+the bytes of the 8-bit cache, the point of the format (a batched step is bound by those reads).
+"""
+
+from __future__ import annotations
+
+from scriba.kernels.paged_decode_plan import partial_buffers, partitions, resolve_launch
+from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, tl, triton
+
+if HAS_TRITON:
+    from scriba.kernels.paged_attention import _lane_update, _merge_lanes, _tile_blocks
+
+    @triton.jit
+    def _tile_codes4(cache_ptr, row, d, kv_mask):
+        """A tile's K (or V) rows as codes, (first halves, second halves) [TILE, BLOCK_HALF] float32."""
+        packed = tl.load(cache_ptr + row[:, None] + d[None, :], mask=kv_mask, other=0).to(tl.int32)
+        return ((packed & 15) - 8).to(tl.float32), ((packed >> 4) - 8).to(tl.float32)
+
+    @triton.jit
+    def _paged_decode_4bit_kernel(
+        q_ptr,
+        cache_ptr,
+        scales_ptr,
+        tables_ptr,
+        lens_ptr,
+        out_ptr,
+        part_max_ptr,
+        part_sum_ptr,
+        part_acc_ptr,
+        scale,
+        half,
+        num_heads,
+        partition,
+        num_splits,
+        stride_q_seq,
+        stride_q_head,
+        stride_cache_kv,
+        stride_cache_block,
+        stride_cache_tok,
+        stride_cache_head,
+        stride_table,
+        stride_out_seq,
+        stride_out_head,
+        stride_scales_kv,
+        BLOCK_SIZE: tl.constexpr,
+        BLOCK_HALF: tl.constexpr,
+        TILE: tl.constexpr,
+        ONE_SPLIT: tl.constexpr,
+        HEADS_FIRST: tl.constexpr,
+    ):
+        """Program (seq, head, split), as paged_attention._paged_decode_kernel with SCALED."""
+        if HEADS_FIRST:
+            head, seq = tl.program_id(0), tl.program_id(1)
+        else:
+            seq, head = tl.program_id(0), tl.program_id(1)
+        split = tl.program_id(2)
+        seq_len = tl.load(lens_ptr + seq)
+        d = tl.arange(0, BLOCK_HALF)
+        d_mask = d < half
+        q_at = q_ptr + seq * stride_q_seq + head * stride_q_head + d
+        q_low = tl.load(q_at, mask=d_mask, other=0.0).to(tl.float32) * scale
+        q_high = tl.load(q_at + half, mask=d_mask, other=0.0).to(tl.float32) * scale
+        start = split * partition
+        end = tl.minimum(start + partition, seq_len)
+        lane_max = tl.full([TILE], float("-inf"), tl.float32)
+        lane_sum = tl.zeros([TILE], tl.float32)
+        acc_low = tl.zeros([TILE, BLOCK_HALF], tl.float32)
+        acc_high = tl.zeros([TILE, BLOCK_HALF], tl.float32)
+        for tile_start in range(start, end, TILE):
+            valid, block, offset = _tile_blocks(
+                tables_ptr, seq, stride_table, tile_start, end, BLOCK_SIZE, TILE
+            )
+            slot = block * BLOCK_SIZE + offset
+            row = block * stride_cache_block + offset * stride_cache_tok + head * stride_cache_head
+            kv_mask = valid[:, None] & d_mask[None, :]
+            k_low, k_high = _tile_codes4(cache_ptr, row, d, kv_mask)
+            scores = tl.sum(k_low * q_low[None, :], 1) + tl.sum(k_high * q_high[None, :], 1)
+            scores *= tl.load(scales_ptr + slot * num_heads + head, mask=valid, other=0.0)
+            lane_max, rescale, weights, lane_sum = _lane_update(lane_max, lane_sum, scores, valid)
+            weights *= tl.load(scales_ptr + stride_scales_kv + slot * num_heads + head, mask=valid, other=0.0)
+            v_low, v_high = _tile_codes4(cache_ptr + stride_cache_kv, row, d, kv_mask)
+            acc_low = acc_low * rescale[:, None] + weights[:, None] * v_low
+            acc_high = acc_high * rescale[:, None] + weights[:, None] * v_high
+        running_max, running_sum, low = _merge_lanes(lane_max, lane_sum, acc_low)
+        _, _, high = _merge_lanes(lane_max, lane_sum, acc_high)
+        if ONE_SPLIT:
+            out_at = out_ptr + seq * stride_out_seq + head * stride_out_head + d
+            tl.store(out_at, (low / running_sum).to(out_ptr.dtype.element_ty), mask=d_mask)
+            tl.store(out_at + half, (high / running_sum).to(out_ptr.dtype.element_ty), mask=d_mask)
+        else:
+            # An empty split (start >= seq_len) leaves max = -inf, sum = 0, acc = 0.
+            part = (seq * num_heads + head) * num_splits + split
+            tl.store(part_max_ptr + part, running_max)
+            tl.store(part_sum_ptr + part, running_sum)
+            tl.store(part_acc_ptr + part * 2 * half + d, low, mask=d_mask)
+            tl.store(part_acc_ptr + part * 2 * half + half + d, high, mask=d_mask)
+
+
+def paged_decode_attention_4bit(
+    q, kv_cache, block_tables, seq_lens, scale, num_splits, out, launch, kv_scales
+):
+    """paged_attention.paged_decode_attention_triton over a 4-bit cache [2, blocks, block_size,
+    heads, head_dim / 2] uint8 (its caller checked the arguments and made `out`); returns
+    (partial buffers, splits, BLOCK_D) for the caller's reduction of several splits."""
+    num_seqs, heads, dim = q.shape
+    half = dim // 2
+    block_size = kv_cache.shape[2]
+    tile, heads_first, launch = resolve_launch(launch, True)
+    partition, num_splits = partitions(num_seqs, heads, block_tables.shape[1] * block_size, tile, num_splits)
+    part_max, part_sum, part_acc = partial_buffers(q, num_splits)
+    grid = (heads, num_seqs, num_splits) if heads_first else (num_seqs, heads, num_splits)
+    _paged_decode_4bit_kernel[grid](
+        q,
+        kv_cache,
+        kv_scales,
+        block_tables,
+        seq_lens,
+        out,
+        part_max,
+        part_sum,
+        part_acc,
+        scale,
+        half,
+        heads,
+        partition,
+        num_splits,
+        q.stride(0),
+        q.stride(1),
+        kv_cache.stride(0),
+        kv_cache.stride(1),
+        kv_cache.stride(2),
+        kv_cache.stride(3),
+        block_tables.stride(0),
+        out.stride(0),
+        out.stride(1),
+        kv_scales.stride(0),
+        BLOCK_SIZE=block_size,
+        BLOCK_HALF=next_power_of_2(half),
+        TILE=tile,
+        ONE_SPLIT=num_splits == 1,
+        HEADS_FIRST=heads_first,
+        **launch,
+    )
+    return (part_max, part_sum, part_acc), num_splits, next_power_of_2(dim)
