@@ -155,15 +155,16 @@ def decoder_bytes(model) -> int:
 
 def kv_bytes_per_step(model, encoder_lens: list[int], decoder_len: int, dtype, kv_cache_dtype="auto"):
     """K and V read by one decode step: every layer's self (decoder_len) and cross (encoder) rows.
-    An 8-bit cache reads one byte per element and a float32 scale per cached head vector."""
+    An 8-bit cache reads one byte per element and a float32 scale per cached head vector; "int4"
+    half a byte per cross element (its self K/V are int8)."""
     c = model.config
-    if kv_cache_dtype in ("fp8", "int8"):
-        head_dim = c.d_model // c.decoder_attention_heads
-        per_element = 1 + 4 / head_dim
+    if kv_cache_dtype in ("fp8", "int8", "int4"):
+        scale = 4 / (c.d_model // c.decoder_attention_heads)
+        self_element, cross_element = 1 + scale, (0.5 if kv_cache_dtype == "int4" else 1) + scale
     else:
-        per_element = torch.empty((), dtype=dtype).element_size()
-    per_row = c.decoder_layers * 2 * c.d_model * per_element
-    return int(per_row * sum(n + decoder_len for n in encoder_lens))
+        self_element = cross_element = torch.empty((), dtype=dtype).element_size()
+    per_row = c.decoder_layers * 2 * c.d_model
+    return int(per_row * sum(n * cross_element + decoder_len * self_element for n in encoder_lens))
 
 
 def scriba_run(engine: Engine, prompts, new_tokens: int, device) -> tuple[float, float, list[list[int]]]:
@@ -338,6 +339,7 @@ VARIANTS = {
     "fp8": ("on", "fp8"),
     "fp8-sync": ("off", "fp8"),
     "int8": ("on", "int8"),
+    "int4": ("on", "int4"),
 }
 # Suffixes: "-eager-encoder" runs the encoder without its CUDA graphs; "-packed-encoder" its
 # attention as packed varlen flash (the kernel before equal_length_attention), not dense SDPA;

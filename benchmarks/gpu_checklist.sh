@@ -12,13 +12,16 @@
 #           fp8rows (the fp8 row quantizer alone) parity (the parity tests, float32, the engine's defaults)
 #           variants30 (session 30: the encoder's stream, now the GPU's default, and the fp8 encoder
 #           with the chunked row quantizer)
+#           int4 (kv_cache_dtype="int4", session 30: its kernel tests compiled, then its RTFx at batch 256
+#           beside the default and the fp8 cache, each with the encoder's stream)
 #           beams (beam-4 summarization, Scriba against transformers' generate, both on the GPU)
 # Session 30 (an H200) ran `env new variants`, then `fp8rows new variants30 parity` (~4 and ~3.5
 # minutes a call): the encoder's stream became the GPU's default; encoder and decode do not overlap on
-# the device (benchmarks/results/gpu_h200_2026-11-28_session30.txt). The next lent GPU, in one call
-# of ~6 minutes: env new parity variants30 tune (an H100's figures with today's defaults, GPU.md's
-# targets being an H100's; then the fp8 cache's decode launch, at 1.52-1.60x its floor against
-# float16's 1.26-1.30x).
+# the device (benchmarks/results/gpu_h200_2026-11-28_session30.txt); then the 4-bit cache was built on
+# the CPU (kv_cache_dtype="int4", never yet on a GPU). The next lent GPU, in one call of ~5 minutes:
+# env new int4 (its kernels compiled, its RTFx at batch 256: the design that may reach GPU.md's
+# targets, which are an H100's), then, time left, parity tune (the quantized caches' decode launch:
+# fp8's step was 1.52-1.60x its floor against float16's 1.26-1.30x).
 # Each stage has its own time limit, so one failure or hang leaves the others' results.
 set -u
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
@@ -47,6 +50,8 @@ for stage in $stages; do
     fp8rows) run fp8rows 60 python3 benchmarks/bench_fp8_rows_gpu.py ;;
     parity) SCRIBA_TEST_FLOAT32=1 run parity 150 python3 -m pytest -q -p no:cacheprovider tests/models/test_bart_parity.py tests/whisper/test_whisper_parity.py ;;
     variants30) run variants30 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants async,async+encoder-stream,async+fp8-encoder+encoder-stream,fp8+fp8-encoder+encoder-stream --profile-admission --out "$OUT/gpu_whisper_b256_variants30.txt" ;;
+    int4) SCRIBA_TEST_FLOAT32=1 run int4-tests 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_kv8.py tests/engine/test_gpu_path.py::test_a_4bit_cache_through_the_triton_path_matches_the_torch_path
+      run int4 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants async+encoder-stream,int4+encoder-stream,int4+fp8-encoder+encoder-stream,fp8+fp8-encoder+encoder-stream --out "$OUT/gpu_whisper_b256_int4.txt" ;;
     overlap) run overlap 240 python3 benchmarks/bench_overlap_gpu.py --carveouts 0,16,32,48 --out "$OUT/overlap.txt" ;;
     beams) run beams 240 python3 benchmarks/bench_beam.py --device cuda --dtype float16 --num-requests 128 --max-len 512 ;;
     syncs) run syncs 120 bash -c 'cd benchmarks && python3 find_gpu_syncs.py --batch 16 && python3 find_gpu_syncs.py --batch 16 --async-scheduling off' ;;

@@ -11,8 +11,9 @@ little worse than a cache would be), in float32 on the CPU.
 
     python benchmarks/measure_cross_kv_bits.py [--models tiny.en,base] [--cache] [--out FILE]
 
---cache: instead, the engine's own 4-bit cache (kv_cache_dtype="int4": self- and cross-attention
-K/V, read by the torch path on a CPU) against its default cache.
+--cache: instead, the engine's own kv_cache_dtype="int4" (the cross K/V in 4 bits, the self K/V in
+int8; read by the torch path on a CPU) against the default cache (numba's path, float16) and the
+float32 cache through the same torch path.
 """
 
 from __future__ import annotations
@@ -85,7 +86,12 @@ def main() -> None:
     paths, refs = load_manifest(SPEECH, "short")
     audios = [load_audio(p) for p in paths]
     long_path, long_ref = long_recording()
-    settings = [({}, "the default cache"), ({"kv_cache_dtype": "int4"}, 'kv_cache_dtype="int4"')]
+    torch_path = {"attention_backend": "torch", "decoder_runtime": "torch"}
+    settings = [
+        ({}, "the default cache"),
+        ({**torch_path, "kv_cache_dtype": "auto"}, "the float32 cache, torch path"),
+        ({"kv_cache_dtype": "int4"}, 'kv_cache_dtype="int4" (torch path)'),
+    ]
     if not args.cache:
         settings = [({}, describe(bits, group), bits, group) for bits, group in SETTINGS]
     for model in args.models.split(","):

@@ -65,9 +65,9 @@ class EngineConfig:
     # attention reads half the bytes, through kernels/cpu_paged_attention.py (1.05-1.31x faster
     # with int8; not the default: it cost the multilingual base one word too many in Spanish).
     # "fp8" (e4m3) or "int8": 8-bit codes with a scale per cached vector (kernels/kv8.py): a
-    # quarter of float32's bytes, on the CPU or a GPU, under any compute dtype. "int4": 4-bit codes,
-    # two a byte, half of those bytes again (for a GPU's batched decode, bound by reading the cross
-    # K/V; read by the torch and Triton paths, not the numba ones).
+    # quarter of float32's bytes, on the CPU or a GPU, under any compute dtype. "int4": the cross K/V
+    # as 4-bit codes, two a byte (half of those bytes again: a GPU's batched decode is bound by
+    # reading them), the self K/V in int8; read by the torch and Triton paths, not the numba ones.
     kv_cache_dtype: str = "auto"
     # CPU threads for torch's intra-op pool. None: one per physical core this process may use,
     # within its container's CPU quota (engine/threads.py), unless OMP_NUM_THREADS is set.

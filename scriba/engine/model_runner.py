@@ -37,9 +37,9 @@ from scriba.engine.step_packing import (
 )
 from scriba.engine.table_rows import TableRows
 from scriba.engine.token_history import TokenHistory
-from scriba.kernels import AttentionMetadata, get_backend
+from scriba.kernels import AttentionMetadata, AttentionType, get_backend
 from scriba.kernels.context_reads import group_context_reads
-from scriba.kernels.kv8 import is_quantized, new_kv_scales, stored_dim
+from scriba.kernels.kv8 import PACKED4, is_quantized, new_kv_scales, packed_view, storage_dtype
 from scriba.kernels.kv_cache import copy_blocks, new_kv_cache, swap_blocks
 from scriba.kernels.to_device import stack_to_device, to_device
 from scriba.models.decoder_step import MAX_ROWS, NumbaDecoderStep, unsupported
@@ -149,7 +149,7 @@ class ModelRunner:
         # weight. A host pool beside a GPU is pinned, so swaps move without blocking.
         pin = torch.device(device).type == "cpu" and self.device.type == "cuda" and num_blocks > 0
         head_major = self.backend.head_major_cache and torch.device(device) == self.device
-        tensor = dict(dtype=self.kv_cache_dtype, device=device, pin_memory=pin)
+        tensor = dict(dtype=storage_dtype(self.kv_cache_dtype), device=device, pin_memory=pin)
         return [new_kv_cache(*block, head_major=head_major, **tensor) for _ in layers]
 
     def new_kv_scales(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
@@ -163,9 +163,11 @@ class ModelRunner:
 
     def bind_kv_caches(self, caches: list[torch.Tensor], scales: list[torch.Tensor] = ()) -> None:
         scales = list(scales) or [None] * len(caches)
+        packed = self.kv_cache_dtype == PACKED4  # the cross K/V in 4 bits, the self K/V in int8 (kv8.py)
         for cache, layer_scales, ops in zip(caches, scales, self.model.decoder_attention_layers()):
             for op in ops:  # self- and cross-attention of a layer share its cache
-                op.kv_cache, op.kv_scales = cache, layer_scales
+                cross = packed and op.attn_type is AttentionType.CROSS
+                op.kv_cache, op.kv_scales = packed_view(cache) if cross else cache, layer_scales
 
     def allocate_kv_caches(self, num_device_blocks: int, num_cpu_blocks: int) -> None:
         self.kv_caches = self.new_kv_caches(num_device_blocks, self.device)
@@ -224,10 +226,9 @@ class ModelRunner:
     def bytes_per_block(model, block_size: int, dtype: torch.dtype) -> int:
         layers = model.decoder_attention_layers()
         attn = layers[0][0]
-        itemsize = torch.empty((), dtype=dtype).element_size()
+        itemsize = torch.empty((), dtype=storage_dtype(dtype)).element_size()
         scales = 2 * block_size * attn.num_heads * 4 if is_quantized(dtype) else 0  # a float32 per vector
-        vector = stored_dim(attn.head_dim, dtype) * itemsize  # (two codes a byte in a 4-bit cache)
-        return len(layers) * (2 * block_size * attn.num_heads * vector + scales)
+        return len(layers) * (2 * block_size * attn.num_heads * attn.head_dim * itemsize + scales)
 
     def cross_attentions(self, requests: list[tuple[list[int], list[int]]], num_positions: int, heads):
         """See cross_attention_weights.py."""

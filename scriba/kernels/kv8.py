@@ -2,11 +2,13 @@
 times a scale of its own (`scales` [2, blocks, block_size, heads] float32 beside each layer's
 cache): e4m3 floats (kv_cache_dtype="fp8", float8_e4m3fn, the vector's largest |value| at
 448) or int8 (kv_cache_dtype="int8", symmetric, the largest at 127); or 4-bit codes
-(kv_cache_dtype="int4", symmetric, the largest at 7), two a byte (PACKED4): a vector's first half
-in the low nibbles of its head_dim / 2 bytes, its second half in the high ones, each code + 8, so
-that a reader unpacks two contiguous halves. Why 4 bits: a GPU's batched decode step is bound by
-reading every sequence's cross K/V; this halves the 8-bit bytes again, at WER within 0.0025 of the
-float cache on real speech (benchmarks/measure_cross_kv_bits.py).
+two a byte (PACKED4, symmetric, the largest at 7): a vector's first half in the low nibbles of its
+head_dim / 2 bytes, its second half in the high ones, each code + 8, so that a reader unpacks two
+contiguous halves. Why 4 bits: a GPU's batched decode step is bound by reading every sequence's
+cross K/V; this halves the 8-bit bytes read again. kv_cache_dtype="int4" keeps only the cross K/V
+so (`packed_view`: the first half of each vector's bytes of an int8 cache), the self-attention's in
+int8: 4-bit self K/V cost base 0.017 WER on short clips, 4-bit cross K/V 0.0025
+(benchmarks/measure_cross_kv_bits.py), and the self K/V are a small part of a step's reads.
 
 Why a scale per vector, not per block or head: a self-attention block fills a token at a time,
 so no block-wide scale can be known when its first token is written; per vector, every write
@@ -39,6 +41,17 @@ def stored_dim(head_dim: int, dtype: torch.dtype) -> int:
     if head_dim % 2:
         raise ValueError(f"a 4-bit cache packs two codes a byte: head_dim must be even, got {head_dim}")
     return head_dim // 2
+
+
+def storage_dtype(dtype: torch.dtype) -> torch.dtype:
+    """What an engine allocates for a cache of `dtype`: int8 under PACKED4 (kv_cache_dtype="int4"),
+    whose cross-attention reads the 4-bit `packed_view`."""
+    return torch.int8 if dtype == PACKED4 else dtype
+
+
+def packed_view(cache: torch.Tensor) -> torch.Tensor:
+    """[..., head_dim] int8 -> [..., head_dim / 2] PACKED4: each vector's first half of bytes."""
+    return cache[..., : stored_dim(cache.shape[-1], PACKED4)].view(PACKED4)
 
 
 def head_dim_of(kv_cache: torch.Tensor) -> int:

@@ -19,7 +19,7 @@ import math
 import torch
 
 from scriba.kernels.host_pages import zeroed_host_memory
-from scriba.kernels.kv8 import head_dim_of, stored_dim
+from scriba.kernels.kv8 import PACKED4, head_dim_of, stored_dim
 from scriba.kernels.kv8_triton import write_kv_cache_8bit_triton
 from scriba.kernels.to_device import to_device
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
@@ -123,8 +123,8 @@ def write_kv_cache_triton(
     require_triton(kv_cache.device)
     if k.stride(-1) != 1 or v.stride(-1) != 1:
         raise ValueError("k and v must be contiguous in head_dim")
-    if not kv_cache.is_contiguous():
-        raise ValueError("kv_cache must be contiguous")
+    if not (kv_cache.is_contiguous() or kv_cache.dtype == PACKED4 and kv_cache.stride(-1) == 1):
+        raise ValueError("kv_cache must be contiguous (a 4-bit one in its last dim)")
     if (k.dtype != kv_cache.dtype or v.dtype != kv_cache.dtype) and scales is None:
         raise ValueError(f"k/v dtype {k.dtype} differs from the cache's {kv_cache.dtype}")
     if scales is not None and not scales.is_contiguous():

@@ -284,7 +284,8 @@ def _check_triton_args(q, kv_cache, block_tables, seq_lens, kv_scales) -> None:
     """What the Triton kernel assumes of its arguments, beyond `check_paged_args`."""
     check_paged_args(q, kv_cache, block_tables, seq_lens)
     require_triton(q.device)
-    if q.stride(-1) != 1 or not kv_cache.is_contiguous():
+    packed_view = kv_cache.dtype == PACKED4 and kv_cache.stride(-1) == 1  # (kv8.packed_view: strided)
+    if q.stride(-1) != 1 or not (kv_cache.is_contiguous() or packed_view):
         raise ValueError("q must be contiguous in head_dim and kv_cache contiguous")
     if block_tables.stride(-1) != 1 or block_tables.dtype not in (torch.int32, torch.int64):
         raise ValueError("block_tables must be an int32/int64 tensor contiguous in its last dim")

@@ -16,6 +16,7 @@ from scriba.kernels.kv8 import (
     dequantized,
     new_kv_scales,
     pack4,
+    packed_view,
     quantize,
     unpack4,
     write_kv_cache_8bit_ref,
@@ -184,3 +185,35 @@ def test_4bit_codes_pack_two_halves_a_byte():
     assert torch.equal(unpack4(pack4(every)), every)
     with pytest.raises(ValueError, match="head_dim must be even"):
         new_kv_cache(2, 4, HEADS, 63, dtype=PACKED4)
+
+
+def test_4bit_codes_in_the_first_half_of_an_int8_cache():
+    """kv_cache_dtype="int4"'s cross-attention cache: kv8.packed_view of an int8 cache (strided: each
+    vector's first half of bytes). The Triton write and decode kernels take it as the torch
+    reference does, and the int8 codes of other slots (the self K/V) are left alone."""
+    int8_cache = new_kv_cache(8, BLOCK_SIZE, HEADS, DIM, dtype=torch.int8, device=DEVICE)
+    ref_int8 = int8_cache.clone()
+    got_scales, ref_scales = (
+        new_kv_scales(8, BLOCK_SIZE, HEADS, DEVICE),
+        new_kv_scales(8, BLOCK_SIZE, HEADS, DEVICE),
+    )
+    gen = torch.Generator().manual_seed(5)
+    k, v = (torch.randn(40, HEADS, DIM, generator=gen).to(DEVICE) for _ in range(2))
+    slots = torch.randperm(8 * BLOCK_SIZE, generator=gen)[:40].to(DEVICE)
+    self_k = torch.randn(3, HEADS, DIM, generator=gen).to(DEVICE)  # int8 codes at slots of their own
+    self_slots = torch.tensor(
+        [s for s in range(8 * BLOCK_SIZE) if s not in slots.tolist()][:3], device=DEVICE
+    )
+    for cache, scales in ((int8_cache, got_scales), (ref_int8, ref_scales)):
+        write_kv_cache_8bit_ref(self_k, self_k, cache, scales, self_slots)
+    write_kv_cache_triton(k, v, packed_view(int8_cache), slots, scales=got_scales)
+    write_kv_cache_8bit_ref(k, v, packed_view(ref_int8), ref_scales, slots)
+    assert torch.equal(int8_cache.cpu(), ref_int8.cpu())
+    torch.testing.assert_close(got_scales, ref_scales, rtol=1e-6, atol=0)
+    tables = torch.arange(8, dtype=torch.int32, device=DEVICE)[None, :]  # every block, in order
+    lengths = torch.tensor([8 * BLOCK_SIZE], dtype=torch.int32, device=DEVICE)
+    q = torch.randn(1, HEADS, DIM, generator=gen).to(DEVICE)
+    view = packed_view(int8_cache)
+    ref = paged_decode_attention_ref(q, view, tables, lengths, 0.125, kv_scales=got_scales)
+    got = paged_decode_attention_triton(q, view, tables, lengths, 0.125, num_splits=2, kv_scales=got_scales)
+    torch.testing.assert_close(got, ref, atol=5e-4, rtol=1e-3)
