@@ -320,14 +320,6 @@ def paged_decode_attention_triton(
     out = _output_for(q, out)
     if num_seqs == 0:
         return out
-    if kv_cache.dtype == PACKED4:  # a kernel of its own (imported here: it imports this module's)
-        from scriba.kernels.paged_attention_4bit import paged_decode_attention_4bit
-
-        args = (q, kv_cache, block_tables, seq_lens, scale, num_splits, out, launch, kv_scales)
-        parts, num_splits, block_d = paged_decode_attention_4bit(*args)
-        if num_splits > 1:
-            _reduce_splits(*parts, out, num_splits, block_d)
-        return out
     block_size = kv_cache.shape[2]
     block_d = next_power_of_2(dim)
     tile, heads_first, launch = resolve_launch(launch, kv_scales is not None)
@@ -335,7 +327,12 @@ def paged_decode_attention_triton(
     one_split = num_splits == 1
     part_max, part_sum, part_acc = partial_buffers(q, num_splits)
     grid = (heads, num_seqs, num_splits) if heads_first else (num_seqs, heads, num_splits)
-    _paged_decode_kernel[grid](
+    kernel, width, shape = _paged_decode_kernel, dim, dict(BLOCK_D=block_d, SCALED=kv_scales is not None)
+    if kv_cache.dtype == PACKED4:  # a kernel of its own (imported here: it imports this module's)
+        from scriba.kernels.paged_attention_4bit import _paged_decode_4bit_kernel as kernel
+
+        width, shape = dim // 2, dict(BLOCK_HALF=next_power_of_2(dim // 2))
+    kernel[grid](
         q,
         kv_cache,
         kv_scales if kv_scales is not None else part_max,  # (not read unless SCALED)
@@ -346,7 +343,7 @@ def paged_decode_attention_triton(
         part_sum,
         part_acc,
         scale,
-        dim,
+        width,  # head_dim, or the bytes of a 4-bit vector
         heads,
         partition,
         num_splits,
@@ -361,11 +358,10 @@ def paged_decode_attention_triton(
         out.stride(1),
         kv_scales.stride(0) if kv_scales is not None else 0,
         BLOCK_SIZE=block_size,
-        BLOCK_D=block_d,
         TILE=tile,
         ONE_SPLIT=one_split,
-        SCALED=kv_scales is not None,
         HEADS_FIRST=heads_first,
+        **shape,
         **launch,
     )
     if not one_split:

@@ -7,8 +7,7 @@ the bytes of the 8-bit cache, the point of the format (a batched step is bound b
 
 from __future__ import annotations
 
-from scriba.kernels.paged_decode_plan import partial_buffers, partitions, resolve_launch
-from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, tl, triton
+from scriba.kernels.triton_support import HAS_TRITON, tl, triton
 
 if HAS_TRITON:
     from scriba.kernels.paged_attention import _lane_update, _merge_lanes, _tile_blocks
@@ -51,7 +50,8 @@ if HAS_TRITON:
         ONE_SPLIT: tl.constexpr,
         HEADS_FIRST: tl.constexpr,
     ):
-        """Program (seq, head, split), as paged_attention._paged_decode_kernel with SCALED."""
+        """Program (seq, head, split), as paged_attention._paged_decode_kernel with SCALED (which
+        launches it with the same arguments, `half` in place of head_dim)."""
         if HEADS_FIRST:
             head, seq = tl.program_id(0), tl.program_id(1)
         else:
@@ -97,51 +97,3 @@ if HAS_TRITON:
             tl.store(part_sum_ptr + part, running_sum)
             tl.store(part_acc_ptr + part * 2 * half + d, low, mask=d_mask)
             tl.store(part_acc_ptr + part * 2 * half + half + d, high, mask=d_mask)
-
-
-def paged_decode_attention_4bit(
-    q, kv_cache, block_tables, seq_lens, scale, num_splits, out, launch, kv_scales
-):
-    """paged_attention.paged_decode_attention_triton over a 4-bit cache [2, blocks, block_size,
-    heads, head_dim / 2] uint8 (its caller checked the arguments and made `out`); returns
-    (partial buffers, splits, BLOCK_D) for the caller's reduction of several splits."""
-    num_seqs, heads, dim = q.shape
-    half = dim // 2
-    block_size = kv_cache.shape[2]
-    tile, heads_first, launch = resolve_launch(launch, True)
-    partition, num_splits = partitions(num_seqs, heads, block_tables.shape[1] * block_size, tile, num_splits)
-    part_max, part_sum, part_acc = partial_buffers(q, num_splits)
-    grid = (heads, num_seqs, num_splits) if heads_first else (num_seqs, heads, num_splits)
-    _paged_decode_4bit_kernel[grid](
-        q,
-        kv_cache,
-        kv_scales,
-        block_tables,
-        seq_lens,
-        out,
-        part_max,
-        part_sum,
-        part_acc,
-        scale,
-        half,
-        heads,
-        partition,
-        num_splits,
-        q.stride(0),
-        q.stride(1),
-        kv_cache.stride(0),
-        kv_cache.stride(1),
-        kv_cache.stride(2),
-        kv_cache.stride(3),
-        block_tables.stride(0),
-        out.stride(0),
-        out.stride(1),
-        kv_scales.stride(0),
-        BLOCK_SIZE=block_size,
-        BLOCK_HALF=next_power_of_2(half),
-        TILE=tile,
-        ONE_SPLIT=num_splits == 1,
-        HEADS_FIRST=heads_first,
-        **launch,
-    )
-    return (part_max, part_sum, part_acc), num_splits, next_power_of_2(dim)
