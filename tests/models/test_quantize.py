@@ -129,7 +129,7 @@ def test_reduced_precision_tiny_en_transcribes_jfk(mode):
     [
         ({"quantization": "int4"}, "quantization must be one of"),
         ({"quantization": "int8", "dtype": "float16"}, "computes in float32"),
-        ({"kv_cache_dtype": "int4"}, "kv_cache_dtype must be one of"),
+        ({"kv_cache_dtype": "int2"}, "kv_cache_dtype must be one of"),
         ({"kv_cache_dtype": "float16", "dtype": "bfloat16"}, "the cache is in the compute dtype"),
         ({"dtype": "float16", "kv_cache_dtype": "bfloat16"}, "or bfloat16 under float32 on the CPU"),
     ],

@@ -25,10 +25,10 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kv-cache-dtype",
         default="auto",
-        choices=[*DTYPES, "fp8", "int8"],
+        choices=[*DTYPES, "fp8", "int8", "int4"],
         help="KV cache dtype (auto: the compute dtype; float16 or bfloat16 on the CPU: faster "
         "decoding, a few words' cost; fp8 or int8: 8-bit codes with a scale per cached vector; "
-        "docs/performance.md: CPU modes)",
+        "int4: the cross-attention K/V in 4 bits, for a GPU's batches; docs/performance.md)",
     )
     parser.add_argument(
         "--encoder-runtime",

@@ -143,6 +143,7 @@ def test_transcribe_in_the_cpu_modes():
         ("--kv-cache-dtype", "bfloat16"): dict(kv_cache_dtype="bfloat16"),
         ("--kv-cache-dtype", "fp8"): dict(kv_cache_dtype="fp8"),
         ("--kv-cache-dtype", "int8"): dict(kv_cache_dtype="int8"),
+        ("--kv-cache-dtype", "int4"): dict(kv_cache_dtype="int4"),
         ("--decoder-runtime", "torch"): dict(decoder_runtime="torch"),
     }
     parser = build_parser()
