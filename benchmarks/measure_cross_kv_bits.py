@@ -19,18 +19,15 @@ float32 cache through the same torch path.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
 
 import torch
 from machine import cpu_name
-from results_file import save_lines
+from measure_fp8_encoder import SPEECH, long_recording
+from results_file import Report
 from wer import load_manifest, wer
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SPEECH = os.path.join(HERE, "..", "..", "shared", "data", "dev_speech")
-LONG = os.path.join(HERE, "..", "..", "shared", "data", "dev_longform")
 SETTINGS = [(None, None), (8, 64), (4, 64), (4, 32), (4, 16)]  # (bits, group); None: as cached today
 ROUNDING = {"bits": None, "group": None}
 
@@ -73,12 +70,7 @@ def main() -> None:
     import scriba
     from scriba.media.load import load_audio
 
-    lines = []
-
-    def say(line: str) -> None:
-        print(line, flush=True)
-        lines.append(line)
-
+    say = Report()
     say(f"# python benchmarks/measure_cross_kv_bits.py {' '.join(sys.argv[1:])}")
     say(f"host: {cpu_name()}, {os.cpu_count()} CPUs")
     if not args.cache:
@@ -105,20 +97,13 @@ def main() -> None:
                 f"{model}, {kept}: WER over {len(paths)} short clips {wer(refs, hyps):.4f}, "
                 f"{os.path.basename(long_path)} {wer([long_ref], [text]):.4f}"
             )
-    save_lines(lines, args.out)
+    say.save(args.out)
 
 
 def describe(bits, group) -> str:
     return (
         f"cross K/V {bits} bits, a scale per {group} values" if bits else "cross K/V as cached (the default)"
     )
-
-
-def long_recording() -> tuple[str, str]:
-    """(path, reference text) of dev_longform's recording."""
-    with open(os.path.join(LONG, "MANIFEST.tsv"), newline="") as f:
-        row = next(csv.DictReader(f, delimiter="\t"))
-    return os.path.join(LONG, row["file"]), row["reference_text"]
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from scriba.engine.table_rows import TableRows
 from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, AttentionType, get_backend
 from scriba.kernels.context_reads import group_context_reads
-from scriba.kernels.kv8 import PACKED4, is_quantized, new_kv_scales, packed_view, storage_dtype
+from scriba.kernels.kv8 import is_quantized, new_kv_scales, storage_dtype, view_for
 from scriba.kernels.kv_cache import copy_blocks, new_kv_cache, swap_blocks
 from scriba.kernels.to_device import stack_to_device, to_device
 from scriba.models.decoder_step import MAX_ROWS, NumbaDecoderStep, unsupported
@@ -163,11 +163,10 @@ class ModelRunner:
 
     def bind_kv_caches(self, caches: list[torch.Tensor], scales: list[torch.Tensor] = ()) -> None:
         scales = list(scales) or [None] * len(caches)
-        packed = self.kv_cache_dtype == PACKED4  # the cross K/V in 4 bits, the self K/V in int8 (kv8.py)
         for cache, layer_scales, ops in zip(caches, scales, self.model.decoder_attention_layers()):
-            for op in ops:  # self- and cross-attention of a layer share its cache
-                cross = packed and op.attn_type is AttentionType.CROSS
-                op.kv_cache, op.kv_scales = packed_view(cache) if cross else cache, layer_scales
+            for op in ops:  # self- and cross-attention of a layer share its cache (int4: two views)
+                cross = op.attn_type is AttentionType.CROSS
+                op.kv_cache, op.kv_scales = view_for(cache, self.kv_cache_dtype, cross), layer_scales
 
     def allocate_kv_caches(self, num_device_blocks: int, num_cpu_blocks: int) -> None:
         self.kv_caches = self.new_kv_caches(num_device_blocks, self.device)

@@ -54,6 +54,12 @@ def packed_view(cache: torch.Tensor) -> torch.Tensor:
     return cache[..., : stored_dim(cache.shape[-1], PACKED4)].view(PACKED4)
 
 
+def view_for(cache: torch.Tensor, dtype: torch.dtype, cross: bool) -> torch.Tensor:
+    """The view of a layer's cache (allocated as storage_dtype(dtype)) that its self- or
+    cross-attention reads: under PACKED4 the cross-attention's packed_view, else the cache."""
+    return packed_view(cache) if cross and dtype == PACKED4 else cache
+
+
 def head_dim_of(kv_cache: torch.Tensor) -> int:
     """The vectors' head_dim of a cache [..., stored_dim]."""
     return kv_cache.shape[-1] * (2 if kv_cache.dtype == PACKED4 else 1)

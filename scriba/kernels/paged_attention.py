@@ -149,37 +149,13 @@ if HAS_TRITON:
 
     @triton.jit
     def _paged_decode_kernel(
-        q_ptr,
-        cache_ptr,
-        scales_ptr,
-        tables_ptr,
-        lens_ptr,
-        out_ptr,
-        part_max_ptr,
-        part_sum_ptr,
-        part_acc_ptr,
-        scale,
-        head_dim,
-        num_heads,
-        partition,
-        num_splits,
-        stride_q_seq,
-        stride_q_head,
-        stride_cache_kv,
-        stride_cache_block,
-        stride_cache_tok,
-        stride_cache_head,
-        stride_table,
-        stride_out_seq,
-        stride_out_head,
-        stride_scales_kv,
-        BLOCK_SIZE: tl.constexpr,
-        BLOCK_D: tl.constexpr,
-        TILE: tl.constexpr,
-        ONE_SPLIT: tl.constexpr,
-        SCALED: tl.constexpr,
+        q_ptr, cache_ptr, scales_ptr, tables_ptr, lens_ptr, out_ptr, part_max_ptr, part_sum_ptr,
+        part_acc_ptr, scale, head_dim, num_heads, partition, num_splits, stride_q_seq, stride_q_head,
+        stride_cache_kv, stride_cache_block, stride_cache_tok, stride_cache_head, stride_table,
+        stride_out_seq, stride_out_head, stride_scales_kv, BLOCK_SIZE: tl.constexpr,
+        BLOCK_D: tl.constexpr, TILE: tl.constexpr, ONE_SPLIT: tl.constexpr, SCALED: tl.constexpr,
         HEADS_FIRST: tl.constexpr,
-    ):
+    ):  # fmt: skip
         """Program (seq, head, split) attends q over positions [split * partition, +partition)
         of the sequence; with one split it writes the output, else a partial (max, sum, acc).
         The online softmax is kept per lane (a tile row): each lane has its own max, sum and
@@ -303,15 +279,14 @@ def _check_triton_args(q, kv_cache, block_tables, seq_lens, kv_scales) -> None:
 
 def paged_decode_attention_triton(
     q: torch.Tensor,  # [seqs, heads, head_dim], last dim contiguous
-    kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim], contiguous
+    kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim] contiguous, or kv8.packed_view's
     block_tables: torch.Tensor,  # [seqs, max_blocks] int32
     seq_lens: torch.Tensor,  # [seqs] int32, each in [1, max_blocks * block_size]
     scale: float,
     num_splits: int | None = None,  # None: plan_splits
     out: torch.Tensor | None = None,  # [seqs, heads, head_dim] to write into (CUDA graphs, tests)
     launch: dict | None = None,  # LAUNCH overrides (tuning)
-    # [2, blocks, block_size, heads] float32, contiguous: an 8-bit cache's
-    kv_scales: torch.Tensor | None = None,
+    kv_scales: torch.Tensor | None = None,  # [2, blocks, block_size, heads] float32: a quantized cache's
 ) -> torch.Tensor:  # [seqs, heads, head_dim], q's dtype
     """The Triton version of `paged_decode_attention_ref` (which it is tested against). No
     host synchronisation: CUDA graphs capture it."""
@@ -321,17 +296,12 @@ def paged_decode_attention_triton(
     if num_seqs == 0:
         return out
     block_size = kv_cache.shape[2]
-    block_d = next_power_of_2(dim)
     tile, heads_first, launch = resolve_launch(launch, kv_scales is not None)
     partition, num_splits = partitions(num_seqs, heads, block_tables.shape[1] * block_size, tile, num_splits)
     one_split = num_splits == 1
     part_max, part_sum, part_acc = partial_buffers(q, num_splits)
     grid = (heads, num_seqs, num_splits) if heads_first else (num_seqs, heads, num_splits)
-    kernel, width, shape = _paged_decode_kernel, dim, dict(BLOCK_D=block_d, SCALED=kv_scales is not None)
-    if kv_cache.dtype == PACKED4:  # a kernel of its own (imported here: it imports this module's)
-        from scriba.kernels.paged_attention_4bit import _paged_decode_4bit_kernel as kernel
-
-        width, shape = dim // 2, dict(BLOCK_HALF=next_power_of_2(dim // 2))
+    kernel, width, shape = _kernel_for(kv_cache.dtype, dim, kv_scales is not None)
     kernel[grid](
         q,
         kv_cache,
@@ -365,8 +335,19 @@ def paged_decode_attention_triton(
         **launch,
     )
     if not one_split:
-        _reduce_splits(part_max, part_sum, part_acc, out, num_splits, block_d)
+        _reduce_splits(part_max, part_sum, part_acc, out, num_splits, next_power_of_2(dim))
     return out
+
+
+def _kernel_for(cache_dtype: torch.dtype, dim: int, scaled: bool):
+    """(kernel, its width argument, its shape constexprs) for a cache of this dtype: a 4-bit one
+    has a kernel of its own (paged_attention_4bit.py: imported here, it imports this module's)
+    taking the same arguments, its width the bytes of a vector (head_dim / 2)."""
+    if cache_dtype != PACKED4:
+        return _paged_decode_kernel, dim, dict(BLOCK_D=next_power_of_2(dim), SCALED=scaled)
+    from scriba.kernels.paged_attention_4bit import _paged_decode_4bit_kernel
+
+    return _paged_decode_4bit_kernel, dim // 2, dict(BLOCK_HALF=next_power_of_2(dim // 2))
 
 
 def _reduce_splits(part_max, part_sum, part_acc, out: torch.Tensor, num_splits: int, block_d: int) -> None:

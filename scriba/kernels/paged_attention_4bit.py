@@ -20,36 +20,13 @@ if HAS_TRITON:
 
     @triton.jit
     def _paged_decode_4bit_kernel(
-        q_ptr,
-        cache_ptr,
-        scales_ptr,
-        tables_ptr,
-        lens_ptr,
-        out_ptr,
-        part_max_ptr,
-        part_sum_ptr,
-        part_acc_ptr,
-        scale,
-        half,
-        num_heads,
-        partition,
-        num_splits,
-        stride_q_seq,
-        stride_q_head,
-        stride_cache_kv,
-        stride_cache_block,
-        stride_cache_tok,
-        stride_cache_head,
-        stride_table,
-        stride_out_seq,
-        stride_out_head,
-        stride_scales_kv,
-        BLOCK_SIZE: tl.constexpr,
-        BLOCK_HALF: tl.constexpr,
-        TILE: tl.constexpr,
-        ONE_SPLIT: tl.constexpr,
+        q_ptr, cache_ptr, scales_ptr, tables_ptr, lens_ptr, out_ptr, part_max_ptr, part_sum_ptr,
+        part_acc_ptr, scale, half, num_heads, partition, num_splits, stride_q_seq, stride_q_head,
+        stride_cache_kv, stride_cache_block, stride_cache_tok, stride_cache_head, stride_table,
+        stride_out_seq, stride_out_head, stride_scales_kv, BLOCK_SIZE: tl.constexpr,
+        BLOCK_HALF: tl.constexpr, TILE: tl.constexpr, ONE_SPLIT: tl.constexpr,
         HEADS_FIRST: tl.constexpr,
-    ):
+    ):  # fmt: skip
         """Program (seq, head, split), as paged_attention._paged_decode_kernel with SCALED (which
         launches it with the same arguments, `half` in place of head_dim)."""
         if HEADS_FIRST:
@@ -76,14 +53,11 @@ if HAS_TRITON:
             slot = block * BLOCK_SIZE + offset
             row = block * stride_cache_block + offset * stride_cache_tok + head * stride_cache_head
             kv_mask = valid[:, None] & d_mask[None, :]
-            k_low, k_high = _tile_codes4(cache_ptr, row, d, kv_mask)
-            scores = tl.sum(k_low * q_low[None, :], 1) + tl.sum(k_high * q_high[None, :], 1)
-            scores *= tl.load(scales_ptr + slot * num_heads + head, mask=valid, other=0.0)
-            lane_max, rescale, weights, lane_sum = _lane_update(lane_max, lane_sum, scores, valid)
-            weights *= tl.load(scales_ptr + stride_scales_kv + slot * num_heads + head, mask=valid, other=0.0)
-            v_low, v_high = _tile_codes4(cache_ptr + stride_cache_kv, row, d, kv_mask)
-            acc_low = acc_low * rescale[:, None] + weights[:, None] * v_low
-            acc_high = acc_high * rescale[:, None] + weights[:, None] * v_high
+            k_scales = scales_ptr + slot * num_heads + head
+            lane_max, lane_sum, acc_low, acc_high = _attend_tile4(
+                cache_ptr, row, d, kv_mask, valid, k_scales, stride_cache_kv, stride_scales_kv,
+                q_low, q_high, lane_max, lane_sum, acc_low, acc_high,
+            )  # fmt: skip
         running_max, running_sum, low = _merge_lanes(lane_max, lane_sum, acc_low)
         _, _, high = _merge_lanes(lane_max, lane_sum, acc_high)
         if ONE_SPLIT:
@@ -97,3 +71,21 @@ if HAS_TRITON:
             tl.store(part_sum_ptr + part, running_sum)
             tl.store(part_acc_ptr + part * 2 * half + d, low, mask=d_mask)
             tl.store(part_acc_ptr + part * 2 * half + half + d, high, mask=d_mask)
+
+    @triton.jit
+    def _attend_tile4(
+        cache_ptr, row, d, kv_mask, valid, k_scales, stride_cache_kv, stride_scales_kv, q_low, q_high,
+        lane_max, lane_sum, acc_low, acc_high,
+    ):  # fmt: skip
+        """One tile of positions into the per-lane online softmax: K's codes against q's two halves,
+        times each position's K scale; V's codes into the two accumulators, weighted by its V scale.
+        Returns (lane_max, lane_sum, acc_low, acc_high)."""
+        k_low, k_high = _tile_codes4(cache_ptr, row, d, kv_mask)
+        scores = tl.sum(k_low * q_low[None, :], 1) + tl.sum(k_high * q_high[None, :], 1)
+        scores *= tl.load(k_scales, mask=valid, other=0.0)
+        lane_max, rescale, weights, lane_sum = _lane_update(lane_max, lane_sum, scores, valid)
+        weights *= tl.load(k_scales + stride_scales_kv, mask=valid, other=0.0)
+        v_low, v_high = _tile_codes4(cache_ptr + stride_cache_kv, row, d, kv_mask)
+        acc_low = acc_low * rescale[:, None] + weights[:, None] * v_low
+        acc_high = acc_high * rescale[:, None] + weights[:, None] * v_high
+        return lane_max, lane_sum, acc_low, acc_high
