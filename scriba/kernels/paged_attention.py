@@ -120,6 +120,18 @@ if HAS_TRITON:
         return tl.load(cache_ptr + row[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
 
     @triton.jit
+    def _program_span(lens_ptr, partition, HEADS_FIRST: tl.constexpr):
+        """(seq, head, split, start, end): this program's sequence, head, split and the positions
+        [start, end) it attends over (HEADS_FIRST: the grid is (heads, seqs, splits))."""
+        if HEADS_FIRST:
+            head, seq = tl.program_id(0), tl.program_id(1)
+        else:
+            seq, head = tl.program_id(0), tl.program_id(1)
+        split = tl.program_id(2)
+        start = split * partition
+        return seq, head, split, start, tl.minimum(start + partition, tl.load(lens_ptr + seq))
+
+    @triton.jit
     def _tile_blocks(
         tables_ptr, seq, stride_table, tile_start, end, BLOCK_SIZE: tl.constexpr, TILE: tl.constexpr
     ):
@@ -164,18 +176,11 @@ if HAS_TRITON:
         SCALED: an 8-bit cache; a position's K scale multiplies its score and its V scale its
         weight (kv8.py). HEADS_FIRST: the grid is (heads, seqs, splits), so the programs that
         run together read the heads of the same positions (the same cache rows and scales)."""
-        if HEADS_FIRST:
-            head, seq = tl.program_id(0), tl.program_id(1)
-        else:
-            seq, head = tl.program_id(0), tl.program_id(1)
-        split = tl.program_id(2)
-        seq_len = tl.load(lens_ptr + seq)
+        seq, head, split, start, end = _program_span(lens_ptr, partition, HEADS_FIRST)
         d = tl.arange(0, BLOCK_D)
         d_mask = d < head_dim
         q_at = q_ptr + seq * stride_q_seq + head * stride_q_head + d
         q = tl.load(q_at, mask=d_mask, other=0.0).to(tl.float32) * scale
-        start = split * partition
-        end = tl.minimum(start + partition, seq_len)
         lane_max = tl.full([TILE], float("-inf"), tl.float32)
         lane_sum = tl.zeros([TILE], tl.float32)
         lane_acc = tl.zeros([TILE, BLOCK_D], tl.float32)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from scriba.kernels.triton_support import HAS_TRITON, tl, triton
 
 if HAS_TRITON:
-    from scriba.kernels.paged_attention import _lane_update, _merge_lanes, _tile_blocks
+    from scriba.kernels.paged_attention import _lane_update, _merge_lanes, _program_span, _tile_blocks
 
     @triton.jit
     def _tile_codes4(cache_ptr, row, d, kv_mask):
@@ -29,19 +29,12 @@ if HAS_TRITON:
     ):  # fmt: skip
         """Program (seq, head, split), as paged_attention._paged_decode_kernel with SCALED (which
         launches it with the same arguments, `half` in place of head_dim)."""
-        if HEADS_FIRST:
-            head, seq = tl.program_id(0), tl.program_id(1)
-        else:
-            seq, head = tl.program_id(0), tl.program_id(1)
-        split = tl.program_id(2)
-        seq_len = tl.load(lens_ptr + seq)
+        seq, head, split, start, end = _program_span(lens_ptr, partition, HEADS_FIRST)
         d = tl.arange(0, BLOCK_HALF)
         d_mask = d < half
         q_at = q_ptr + seq * stride_q_seq + head * stride_q_head + d
         q_low = tl.load(q_at, mask=d_mask, other=0.0).to(tl.float32) * scale
         q_high = tl.load(q_at + half, mask=d_mask, other=0.0).to(tl.float32) * scale
-        start = split * partition
-        end = tl.minimum(start + partition, seq_len)
         lane_max = tl.full([TILE], float("-inf"), tl.float32)
         lane_sum = tl.zeros([TILE], tl.float32)
         acc_low = tl.zeros([TILE, BLOCK_HALF], tl.float32)
