@@ -1,9 +1,9 @@
 """Launch settings of the Triton paged decode kernel on this GPU: Whisper large's cross
 attention (1500 positions, 20 heads of 64) and a short self-attention context, at batch 64
-and 256, over a float16 cache and an fp8 one, with the grid's sequences or heads first
+and 256, over a float16 cache, an fp8 one and a 4-bit one, with the grid's sequences or heads first
 (LAUNCH's `heads_first`). Prints time, achieved K/V read bandwidth and the error against the
-torch reference; `--best-out` writes the fastest tile and grid order of the 256 x 1500 float16
-case (its warps left to the engine's rule).
+torch reference; `--best-out` writes the fastest tile and grid order of the 256 x 1500 case of
+`--best-kind`'s cache (float16 by default), its warps left to the engine's rule.
 
     python benchmarks/tune_paged_decode.py [--best-out best.json]   # on a GPU
 """
@@ -17,14 +17,20 @@ import json
 import torch
 import triton
 
-from scriba.kernels.kv8 import FP8, quantize
+from scriba.kernels.kv8 import FP8, PACKED4, pack4, packed_view, quantize
 from scriba.kernels.paged_attention import (
     paged_decode_attention_ref,
     paged_decode_attention_triton,
 )
 from scriba.kernels.paged_decode_plan import resolve_launch
 
-CASES = [(64, 1500, "float16"), (256, 1500, "float16"), (64, 80, "float16"), (256, 1500, "fp8")]
+CASES = [
+    (64, 1500, "float16"),
+    (256, 1500, "float16"),
+    (64, 80, "float16"),
+    (256, 1500, "fp8"),
+    (256, 1500, "int4"),
+]
 
 
 def case(seqs: int, length: int, kind: str, heads=20, dim=64, block=16):
@@ -34,6 +40,11 @@ def case(seqs: int, length: int, kind: str, heads=20, dim=64, block=16):
     scales = None
     if kind == "fp8":
         cache, scales = quantize(cache, FP8)
+    if kind == "int4":  # as the engine holds it: the packed_view of an int8 cache (strided)
+        codes, scales = quantize(cache, PACKED4)
+        storage = torch.zeros_like(codes)
+        storage[..., : dim // 2] = pack4(codes).view(torch.int8)
+        cache = packed_view(storage)
     tables = (
         torch.randperm(seqs, device="cuda")[:, None] * per_seq + torch.arange(per_seq, device="cuda")
     ).int() + 1
@@ -47,9 +58,9 @@ def measure(seqs: int, length: int, kind: str) -> list[tuple]:
     ref = paged_decode_attention_ref(
         q.float(), cache if scales is not None else cache.float(), tables, lens, 0.125, kv_scales=scales
     )
-    nbytes = 2 * seqs * length * q.shape[1] * q.shape[2] * cache.element_size()
+    nbytes = 2 * seqs * length * q.shape[1] * cache.shape[-1] * cache.element_size()
     rows = []
-    configs = itertools.product([32, 64], [4, 8], [3], [None, 2], [False, True])
+    configs = itertools.product([32, 64, 128], [4, 8], [3], [None, 2], [False, True])
     for tile, warps, stages, splits, heads_first in configs:
         launch = dict(tile=tile, num_warps=warps, num_stages=stages, heads_first=heads_first)
         run = lambda: paged_decode_attention_triton(  # noqa: E731
@@ -67,13 +78,14 @@ def measure(seqs: int, length: int, kind: str) -> list[tuple]:
 
 def defaults(kind: str) -> dict:
     """LAUNCH as the engine resolves it for this cache."""
-    tile, heads_first, options = resolve_launch(None, kind == "fp8")
+    tile, heads_first, options = resolve_launch(None, kind != "float16")
     return {"tile": tile, "heads_first": heads_first, **options}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--best-out", help="write the fastest 256 x 1500 float16 launch here (JSON)")
+    parser.add_argument("--best-out", help="write the fastest 256 x 1500 launch here (JSON)")
+    parser.add_argument("--best-kind", default="float16", choices=["float16", "fp8", "int4"], help="its cache")
     args = parser.parse_args()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
     for seqs, length, kind in CASES:
@@ -89,7 +101,7 @@ def main() -> None:
                 best = f"{mine[0][0]} splits {mine[0][1]}: {mine[0][2] * 1e3:.1f} us"
                 print(f"best, heads_first={heads_first}: {best}")
         planned = [r for r in rows if r[1] is None]  # the engine plans its splits itself
-        if args.best_out and (seqs, length, kind) == (256, 1500, "float16") and planned:
+        if args.best_out and (seqs, length, kind) == (256, 1500, args.best_kind) and planned:
             best = {k: planned[0][0][k] for k in ("tile", "heads_first")}
             with open(args.best_out, "w") as f:
                 json.dump(best, f)

@@ -6,7 +6,7 @@ two a byte (PACKED4, symmetric, the largest at 7): a vector's first half in the 
 head_dim / 2 bytes, its second half in the high ones, each code + 8, so that a reader unpacks two
 contiguous halves. Why 4 bits: a GPU's batched decode step is bound by reading every sequence's
 cross K/V; this halves the 8-bit bytes read again. kv_cache_dtype="int4" keeps only the cross K/V
-so (`packed_view`: the first half of each vector's bytes of an int8 cache), the self-attention's in
+so (`packed_view`: the first half of each block's bytes of an int8 cache), the self-attention's in
 int8: 4-bit self K/V cost base 0.017 WER on short clips, 4-bit cross K/V 0.0025
 (benchmarks/measure_cross_kv_bits.py), and the self K/V are a small part of a step's reads.
 
@@ -50,8 +50,15 @@ def storage_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def packed_view(cache: torch.Tensor) -> torch.Tensor:
-    """[..., head_dim] int8 -> [..., head_dim / 2] PACKED4: each vector's first half of bytes."""
-    return cache[..., : stored_dim(cache.shape[-1], PACKED4)].view(PACKED4)
+    """[2, blocks, block_size, heads, head_dim] int8 (new_kv_cache's: block- or head-major) ->
+    [2, blocks, block_size, heads, head_dim / 2] PACKED4 in the first half of each block's bytes:
+    the strides that step inside a block are halved. Why a block's half, not each vector's: a GPU
+    reads memory in 64-byte pieces, so Whisper's 32-byte vectors 64 bytes apart cost the 8-bit
+    cache's reads (an H200: 378 us a layer at batch 256, fp8's 316; benchmarks/NOTES.md)."""
+    kv, block, token, head, _ = cache.stride()
+    inside = [s // 2 if s < block else s for s in (token, head)]
+    shape = (*cache.shape[:-1], stored_dim(cache.shape[-1], PACKED4))
+    return cache.view(PACKED4).as_strided(shape, (kv, block, *inside, 1), cache.storage_offset())
 
 
 def view_for(cache: torch.Tensor, dtype: torch.dtype, cross: bool) -> torch.Tensor:
@@ -108,8 +115,10 @@ def write_kv_cache_8bit_ref(
         codes, scale = quantize(x, kv_cache.dtype)
         if kv_cache.dtype == PACKED4:
             codes = pack4(codes)
-        # as bytes: the CPU has no index_copy for float8
-        kv_cache[i].view(torch.int8).view(-1, heads, dim).index_copy_(0, slots, codes.view(torch.int8))
+        # as bytes (the CPU has no index_put for float8), by block and offset (packed_view's blocks
+        # lie further apart than their tokens' stride)
+        block, offset = slots.div(kv_cache.shape[2], rounding_mode="floor"), slots % kv_cache.shape[2]
+        kv_cache[i].view(torch.int8)[block, offset] = codes.view(torch.int8)
         scales[i].view(-1, heads).index_copy_(0, slots, scale)
 
 

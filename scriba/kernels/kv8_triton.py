@@ -112,12 +112,14 @@ if HAS_TRITON:
         stride_v_tok,
         stride_v_head,
         stride_cache_kv,
+        stride_cache_block,
         stride_cache_tok,
         stride_cache_head,
         stride_scales_kv,
         heads,
         half,
         tiny,
+        BLOCK_SIZE: tl.constexpr,
         HEADS: tl.constexpr,
         BLOCK_HALF: tl.constexpr,
     ):
@@ -129,8 +131,11 @@ if HAS_TRITON:
         d = tl.arange(0, BLOCK_HALF)[None, :]
         mask = (head < heads) & (d < half) & ((tl.zeros([HEADS, BLOCK_HALF], tl.int64) + slot) >= 0)
         written = (tl.arange(0, HEADS) < heads) & ((tl.zeros([HEADS], tl.int64) + slot) >= 0)
-        # a slot's position by the tokens' stride: blocks follow each other (kv8.packed_view too)
-        dst = cache_ptr + slot * stride_cache_tok + head * stride_cache_head + d
+        # by block and offset: kv8.packed_view's blocks lie further apart than their tokens' stride
+        block, offset = slot // BLOCK_SIZE, slot % BLOCK_SIZE
+        dst = (
+            cache_ptr + block * stride_cache_block + offset * stride_cache_tok + head * stride_cache_head + d
+        )
         at = scales_ptr + slot * heads + tl.arange(0, HEADS)
         k_row = k_ptr + token * stride_k_tok + head * stride_k_head + d
         v_row = v_ptr + token * stride_v_tok + head * stride_v_head + d
@@ -197,12 +202,14 @@ def _write_4bit(k, v, kv_cache, slot_mapping, scales) -> None:
         v.stride(0),
         v.stride(1),
         kv_cache.stride(0),
+        kv_cache.stride(1),
         kv_cache.stride(2),
         kv_cache.stride(3),
         scales.stride(0),
         heads,
         half,
         TINY,
+        BLOCK_SIZE=kv_cache.shape[2],
         HEADS=next_power_of_2(heads),
         BLOCK_HALF=next_power_of_2(half),
     )

@@ -72,18 +72,31 @@ def test_whisper_triton_path_matches_torch_path(tiny_whispers):
 def test_a_4bit_cache_through_the_triton_path_matches_the_torch_path(tiny_bart):
     """kv_cache_dtype="int4": the Triton write and decode kernels (paged_attention_4bit.py) under
     the graph buffers and asynchronous scheduling (a GPU's defaults) give the torch path's tokens
-    over the same codes."""
+    over the same codes. On a GPU the codes are not the same: float32 products there round otherwise,
+    and a value that lands by a code's rounding boundary moves a whole code step (1/14 of its vector's
+    range). There the tokens are compared up to a turned near-tie, their log-probs within the
+    4-bit cache's tolerance against the float cache (test_kv8_cache)."""
     path, _ = tiny_bart
     prompts = [{"prompt_token_ids": p} for p in random_prompts(5, seed=4, max_len=60)]
-    params = SamplingParams(max_tokens=8, ignore_eos=True)
+    params = SamplingParams(max_tokens=8, ignore_eos=True, logprobs=1)
     settings = dict(dtype="float32", kv_cache_dtype="int4", num_kv_blocks=200)
-    expected = token_ids(
-        Engine(path, device="cpu", attention_backend="torch", **settings).generate(prompts, params)
-    )
+    expected = Engine(path, device="cpu", attention_backend="torch", **settings).generate(prompts, params)
     engine = Engine(path, device=DEVICE, attention_backend=BACKEND, async_scheduling=True, **settings)
     if DEVICE == "cpu":
         engine.runner.capture_decode_graphs(max_batch=8, max_self_blocks=8, max_cross_blocks=8, capture=False)
-    assert token_ids(engine.generate(prompts, params)) == expected
+    got = engine.generate(prompts, params)
+    if DEVICE == "cpu":
+        assert token_ids(got) == token_ids(expected)
+        return
+    agreed = 0
+    for a, b in zip((o.outputs[0] for o in expected), (o.outputs[0] for o in got)):
+        for i, (x, y) in enumerate(zip(a.token_ids, b.token_ids)):
+            # the chosen token's log-prob: where the tokens differ, a near-tie's two sides
+            assert abs(a.logprobs[i][x].logprob - b.logprobs[i][y].logprob) < 0.14
+            if x != y:  # a near-tie turned: the rest of the sequence is another one
+                break
+            agreed += 1
+    assert agreed >= 0.6 * 5 * 8, agreed
 
 
 @pytest.mark.parametrize("model", ["bart", "whisper"])

@@ -187,9 +187,25 @@ def test_4bit_codes_pack_two_halves_a_byte():
         new_kv_cache(2, 4, HEADS, 63, dtype=PACKED4)
 
 
+@pytest.mark.parametrize("head_major", [False, True], ids=["block-major", "head-major"])
+def test_4bit_view_is_each_blocks_first_half(head_major):
+    """packed_view's bytes of a block are the first half of that block's contiguous bytes (per head
+    where the cache is head-major): a reader streams them, with no gaps to fetch."""
+    cache = new_kv_cache(3, BLOCK_SIZE, HEADS, DIM, head_major=head_major, dtype=torch.int8)
+    flat = cache.permute(0, 3, 1, 2, 4) if head_major else cache  # block contiguous in its last dims
+    flat.view(torch.uint8).copy_(torch.arange(flat.numel()).remainder(251).view(flat.shape))
+    view = packed_view(cache)
+    assert view.shape == (2, 3, BLOCK_SIZE, HEADS, DIM // 2)
+    for kv, block in ((0, 0), (0, 2), (1, 1)):
+        for head in range(HEADS) if head_major else [None]:
+            whole = (cache[kv, block, :, head] if head_major else cache[kv, block]).view(torch.uint8)
+            got = view[kv, block, :, head] if head_major else view[kv, block]
+            assert torch.equal(got.flatten(), whole.flatten()[: whole.numel() // 2])
+
+
 def test_4bit_codes_in_the_first_half_of_an_int8_cache():
     """kv_cache_dtype="int4"'s cross-attention cache: kv8.packed_view of an int8 cache (strided: each
-    vector's first half of bytes). The Triton write and decode kernels take it as the torch
+    block's first half of bytes). The Triton write and decode kernels take it as the torch
     reference does, and the int8 codes of other slots (the self K/V) are left alone."""
     int8_cache = new_kv_cache(8, BLOCK_SIZE, HEADS, DIM, dtype=torch.int8, device=DEVICE)
     ref_int8 = int8_cache.clone()
