@@ -42,9 +42,8 @@ def case(seqs: int, length: int, kind: str, heads=20, dim=64, block=16):
         cache, scales = quantize(cache, FP8)
     if kind == "int4":  # as the engine holds it: the packed_view of an int8 cache (strided)
         codes, scales = quantize(cache, PACKED4)
-        storage = torch.zeros_like(codes)
-        storage[..., : dim // 2] = pack4(codes).view(torch.int8)
-        cache = packed_view(storage)
+        cache = packed_view(torch.zeros_like(codes))
+        cache.copy_(pack4(codes))
     tables = (
         torch.randperm(seqs, device="cuda")[:, None] * per_seq + torch.arange(per_seq, device="cuda")
     ).int() + 1
@@ -85,10 +84,13 @@ def defaults(kind: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--best-out", help="write the fastest 256 x 1500 launch here (JSON)")
-    parser.add_argument("--best-kind", default="float16", choices=["float16", "fp8", "int4"], help="its cache")
+    parser.add_argument(
+        "--best-kind", default="float16", choices=["float16", "fp8", "int4"], help="its cache"
+    )
+    parser.add_argument("--kinds", default="float16,fp8,int4", help="the caches to time (of CASES')")
     args = parser.parse_args()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
-    for seqs, length, kind in CASES:
+    for seqs, length, kind in (c for c in CASES if c[2] in args.kinds.split(",")):
         rows = sorted(measure(seqs, length, kind), key=lambda r: r[2])
         default = [r for r in rows if r[1] is None and all(r[0][k] == v for k, v in defaults(kind).items())]
         print(f"\n## {seqs} seqs x {length} positions, {kind} cache: best 8 of {len(rows)}", end="")
