@@ -89,3 +89,73 @@ if HAS_TRITON:
         acc_low = acc_low * rescale[:, None] + weights[:, None] * v_low
         acc_high = acc_high * rescale[:, None] + weights[:, None] * v_high
         return lane_max, lane_sum, acc_low, acc_high
+
+    @triton.jit
+    def _tile_codes4_f16(cache_ptr, row, d, kv_mask):
+        """_tile_codes4 in float16 (for the tensor cores): 1024's float16 bits take the nibble, exactly."""
+        packed = tl.load(cache_ptr + row[:, None] + d[None, :], mask=kv_mask, other=0).to(tl.int32)
+        low = ((packed & 0x0F) | 0x6400).to(tl.int16).to(tl.float16, bitcast=True) - 1032.0  # 1024 + 8
+        high = ((packed & 0xF0) | 0x6400).to(tl.int16).to(tl.float16, bitcast=True) - 1152.0  # 1024 + 128
+        return low.to(tl.float16), high.to(tl.float16)
+
+    @triton.jit
+    def _paged_decode_4bit_dot_kernel(
+        q_ptr, cache_ptr, scales_ptr, tables_ptr, lens_ptr, out_ptr, part_max_ptr, part_sum_ptr,
+        part_acc_ptr, scale, half, num_heads, partition, num_splits, stride_q_seq, stride_q_head,
+        stride_cache_kv, stride_cache_block, stride_cache_tok, stride_cache_head, stride_table,
+        stride_out_seq, stride_out_head, stride_scales_kv, BLOCK_SIZE: tl.constexpr,
+        BLOCK_HALF: tl.constexpr, TILE: tl.constexpr, ONE_SPLIT: tl.constexpr,
+        HEADS_FIRST: tl.constexpr,
+    ):  # fmt: skip
+        """_paged_decode_4bit_kernel on the tensor cores (a float16 q; LAUNCH's `dot`): q's row
+        repeated 16 times (a product's least height) against a tile's float16 codes, the
+        softmax kept per row (the rows are equal; row 0 is stored), each tile's weights times
+        the V scales in float16 against V's codes. Why: the lanes kernel spends ~10 float
+        instructions an element and is bound by them, not by the bytes read."""
+        seq, head, split, start, end = _program_span(lens_ptr, partition, HEADS_FIRST)
+        d = tl.arange(0, BLOCK_HALF)
+        d_mask = d < half
+        rows = tl.arange(0, 16)  # a product's least height
+        q_at = q_ptr + seq * stride_q_seq + head * stride_q_head + d[None, :] + 0 * rows[:, None]
+        q_mask = d_mask[None, :] & (rows[:, None] >= 0)
+        q_low = tl.load(q_at, mask=q_mask, other=0.0).to(tl.float16)
+        q_high = tl.load(q_at + half, mask=q_mask, other=0.0).to(tl.float16)
+        row_max = tl.full([16], float("-inf"), tl.float32)
+        row_sum = tl.zeros([16], tl.float32)
+        acc_low = tl.zeros([16, BLOCK_HALF], tl.float32)
+        acc_high = tl.zeros([16, BLOCK_HALF], tl.float32)
+        for tile_start in range(start, end, TILE):
+            valid, block, offset = _tile_blocks(
+                tables_ptr, seq, stride_table, tile_start, end, BLOCK_SIZE, TILE
+            )
+            slot = block * BLOCK_SIZE + offset
+            row = block * stride_cache_block + offset * stride_cache_tok + head * stride_cache_head
+            kv_mask = valid[:, None] & d_mask[None, :]
+            k_scales = scales_ptr + slot * num_heads + head
+            k_low, k_high = _tile_codes4_f16(cache_ptr, row, d, kv_mask)
+            scores = tl.dot(q_low, tl.trans(k_low)) + tl.dot(q_high, tl.trans(k_high)) * (1 / 16)
+            scores *= (scale * tl.load(k_scales, mask=valid, other=0.0))[None, :]
+            scores = tl.where(valid[None, :], scores, float("-inf"))
+            new_max = tl.maximum(row_max, tl.max(scores, 1))
+            rescale = tl.exp(row_max - new_max)  # (row_max -inf: 0; new_max is finite)
+            weights = tl.exp(scores - new_max[:, None])
+            row_sum = row_sum * rescale + tl.sum(weights, 1)
+            weights *= tl.load(k_scales + stride_scales_kv, mask=valid, other=0.0)[None, :]
+            v_low, v_high = _tile_codes4_f16(cache_ptr + stride_cache_kv, row, d, kv_mask)
+            acc_low = acc_low * rescale[:, None] + tl.dot(weights.to(tl.float16), v_low)
+            acc_high = acc_high * rescale[:, None] + tl.dot(weights.to(tl.float16), v_high)
+            row_max = new_max
+        first = rows == 0
+        low = tl.sum(tl.where(first[:, None], acc_low, 0.0), 0)
+        high = tl.sum(tl.where(first[:, None], acc_high, 0.0), 0) / 16  # (16 x the codes)
+        running_sum = tl.sum(tl.where(first, row_sum, 0.0), 0)
+        if ONE_SPLIT:
+            out_at = out_ptr + seq * stride_out_seq + head * stride_out_head + d
+            tl.store(out_at, (low / running_sum).to(out_ptr.dtype.element_ty), mask=d_mask)
+            tl.store(out_at + half, (high / running_sum).to(out_ptr.dtype.element_ty), mask=d_mask)
+        else:
+            part = (seq * num_heads + head) * num_splits + split
+            tl.store(part_max_ptr + part, tl.max(row_max, 0))  # (equal rows)
+            tl.store(part_sum_ptr + part, running_sum)
+            tl.store(part_acc_ptr + part * 2 * half + d, low, mask=d_mask)
+            tl.store(part_acc_ptr + part * 2 * half + half + d, high, mask=d_mask)
