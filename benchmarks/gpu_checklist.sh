@@ -17,7 +17,6 @@
 #           int4b (session 31: the 4-bit cache in each block's first half, not each vector's: its tests,
 #           the decode's launch tuned for it, its RTFx at batch 256 with that launch and without)
 #           int4c (session 31: the 4-bit decode with no int-to-float conversion, against the fp8 cache)
-#           int4d (session 31: the 4-bit decode on the tensor cores, LAUNCH's dot, tuned and timed)
 #           beams (beam-4 summarization, Scriba against transformers' generate, both on the GPU)
 # Session 30 (an H200) ran `env new variants`, then `fp8rows new variants30 parity` (~4 and ~3.5
 # minutes a call): the encoder's stream became the GPU's default; encoder and decode do not overlap on
@@ -62,9 +61,6 @@ for stage in $stages; do
     int4c) SCRIBA_TEST_FLOAT32=1 run int4c-tests 100 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_kv8.py -k "uint8 or 4bit"
       run int4c-tune 100 python3 benchmarks/tune_paged_decode.py --kinds fp8,int4 --best-kind int4 --best-out /tmp/best_launch.json
       run int4c 200 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants fp8+fp8-encoder+encoder-stream,int4+fp8-encoder+encoder-stream+launch --decode-launch /tmp/best_launch.json --out "$OUT/gpu_whisper_b256_int4c.txt" ;;
-    int4d) SCRIBA_TEST_FLOAT32=1 run int4d-tests 100 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_kv8.py -k "uint8 or 4bit"
-      run int4d-tune 120 python3 benchmarks/tune_paged_decode.py --kinds int4 --best-kind int4 --best-out /tmp/best_launch.json
-      run int4d 200 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants fp8+fp8-encoder+encoder-stream,int4+fp8-encoder+encoder-stream+launch --decode-launch /tmp/best_launch.json --out "$OUT/gpu_whisper_b256_int4d.txt" ;;
     overlap) run overlap 240 python3 benchmarks/bench_overlap_gpu.py --carveouts 0,16,32,48 --out "$OUT/overlap.txt" ;;
     beams) run beams 240 python3 benchmarks/bench_beam.py --device cuda --dtype float16 --num-requests 128 --max-len 512 ;;
     syncs) run syncs 120 bash -c 'cd benchmarks && python3 find_gpu_syncs.py --batch 16 && python3 find_gpu_syncs.py --batch 16 --async-scheduling off' ;;

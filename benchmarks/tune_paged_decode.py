@@ -3,8 +3,7 @@ attention (1500 positions, 20 heads of 64) and a short self-attention context, a
 and 256, over a float16 cache, an fp8 one and a 4-bit one, with the grid's sequences or heads first
 (LAUNCH's `heads_first`). Prints time, achieved K/V read bandwidth and the error against the
 torch reference; `--best-out` writes the fastest tile and grid order of the 256 x 1500 case of
-`--best-kind`'s cache (float16 by default), its warps left to the engine's rule (int4: its
-warps and whether its tensor-core kernel, LAUNCH's `dot`).
+`--best-kind`'s cache (float16 by default), its warps left to the engine's rule.
 
     python benchmarks/tune_paged_decode.py [--best-out best.json]   # on a GPU
 """
@@ -60,10 +59,9 @@ def measure(seqs: int, length: int, kind: str) -> list[tuple]:
     )
     nbytes = 2 * seqs * length * q.shape[1] * cache.shape[-1] * cache.element_size()
     rows = []
-    dots = [False, True] if kind == "int4" else [False]  # the 4-bit tensor-core kernel
-    configs = itertools.product([32, 64, 128], [4, 8], [3], [None, 2], [False, True], dots)
-    for tile, warps, stages, splits, heads_first, dot in configs:
-        launch = dict(tile=tile, num_warps=warps, num_stages=stages, heads_first=heads_first, dot=dot)
+    configs = itertools.product([32, 64, 128], [4, 8], [3], [None, 2], [False, True])
+    for tile, warps, stages, splits, heads_first in configs:
+        launch = dict(tile=tile, num_warps=warps, num_stages=stages, heads_first=heads_first)
         run = lambda: paged_decode_attention_triton(  # noqa: E731
             q, cache, tables, lens, 0.125, num_splits=splits, launch=launch, kv_scales=scales
         )
@@ -106,8 +104,7 @@ def main() -> None:
                 print(f"best, heads_first={heads_first}: {best}")
         planned = [r for r in rows if r[1] is None]  # the engine plans its splits itself
         if args.best_out and (seqs, length, kind) == (256, 1500, args.best_kind) and planned:
-            keys = ("tile", "heads_first") + (("dot", "num_warps") if args.best_kind == "int4" else ())
-            best = {k: planned[0][0][k] for k in keys}
+            best = {k: planned[0][0][k] for k in ("tile", "heads_first")}
             with open(args.best_out, "w") as f:
                 json.dump(best, f)
             print(f"wrote {best} to {args.best_out}")

@@ -302,12 +302,11 @@ def paged_decode_attention_triton(
         return out
     block_size = kv_cache.shape[2]
     tile, heads_first, launch = resolve_launch(launch, kv_scales is not None)
-    dot = launch.pop("dot", False) and q.dtype == torch.float16  # (paged_attention_4bit's)
     partition, num_splits = partitions(num_seqs, heads, block_tables.shape[1] * block_size, tile, num_splits)
     one_split = num_splits == 1
     part_max, part_sum, part_acc = partial_buffers(q, num_splits)
     grid = (heads, num_seqs, num_splits) if heads_first else (num_seqs, heads, num_splits)
-    kernel, width, shape = _kernel_for(kv_cache.dtype, dim, kv_scales is not None, dot)
+    kernel, width, shape = _kernel_for(kv_cache.dtype, dim, kv_scales is not None)
     kernel[grid](
         q,
         kv_cache,
@@ -345,17 +344,15 @@ def paged_decode_attention_triton(
     return out
 
 
-def _kernel_for(cache_dtype: torch.dtype, dim: int, scaled: bool, dot: bool = False):
+def _kernel_for(cache_dtype: torch.dtype, dim: int, scaled: bool):
     """(kernel, its width argument, its shape constexprs) for a cache of this dtype: a 4-bit one
-    has kernels of its own (paged_attention_4bit.py: imported here, it imports this module's)
-    taking the same arguments, its width the bytes of a vector (head_dim / 2); `dot`, its
-    tensor-core one (a float16 q)."""
+    has a kernel of its own (paged_attention_4bit.py: imported here, it imports this module's)
+    taking the same arguments, its width the bytes of a vector (head_dim / 2)."""
     if cache_dtype != PACKED4:
         return _paged_decode_kernel, dim, dict(BLOCK_D=next_power_of_2(dim), SCALED=scaled)
-    from scriba.kernels import paged_attention_4bit as four
+    from scriba.kernels.paged_attention_4bit import _paged_decode_4bit_kernel
 
-    kernel = four._paged_decode_4bit_dot_kernel if dot else four._paged_decode_4bit_kernel
-    return kernel, dim // 2, dict(BLOCK_HALF=next_power_of_2(dim // 2))
+    return _paged_decode_4bit_kernel, dim // 2, dict(BLOCK_HALF=next_power_of_2(dim // 2))
 
 
 def _reduce_splits(part_max, part_sum, part_acc, out: torch.Tensor, num_splits: int, block_d: int) -> None:

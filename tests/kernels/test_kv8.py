@@ -112,25 +112,6 @@ def test_the_triton_decode_kernel_reads_8bit_as_the_reference(dtype, splits, hea
         paged_decode_attention_triton(q, cache, tables, lengths, 0.125)
 
 
-@pytest.mark.parametrize("splits", [1, 4])
-def test_the_4bit_tensor_core_decode_reads_as_the_reference(splits):
-    """LAUNCH's `dot` over a 4-bit cache (a float16 q): the codes exact in float16, q's rows
-    against them on the tensor cores, each tile's weights rounded to float16 before V's product."""
-    cache, scales, tables, lengths, _ = filled_cache(PACKED4, [700, 16, 90], seed=2, device=DEVICE)
-    q = torch.randn(3, HEADS, DIM, generator=torch.Generator().manual_seed(2)).to(DEVICE)
-    ref = paged_decode_attention_ref(q, cache, tables, lengths, 0.125, kv_scales=scales)
-    lanes, dot = (
-        paged_decode_attention_triton(
-            q.half(), cache, tables, lengths, 0.125, num_splits=splits, kv_scales=scales, launch=dict(dot=on)
-        ).float()
-        for on in (False, True)
-    )
-    # q in float16 (both), the weights too (dot): errors of float16's rounding (2^-11 relative)
-    torch.testing.assert_close(lanes, ref, atol=2e-3, rtol=2e-3)
-    torch.testing.assert_close(dot, ref, atol=2e-3, rtol=2e-3)
-    assert (dot - lanes).abs().max() < (lanes - ref).abs().max() * 4 + 1e-3
-
-
 # Values at the codes' rounding edges, each vector's largest |value| exactly the largest code so its
 # scale is 1 and the values reach the rounding as they are: e4m3 ties (1.0625 -> 1, 1.1875 ->
 # 1.25), a carry into the exponent (1.9375 -> 2), subnormal ties (2**-10 -> 0, 3 * 2**-10 -> 2**-8,
