@@ -66,8 +66,9 @@ class EngineConfig:
     # with int8; not the default: it cost the multilingual base one word too many in Spanish).
     # "fp8" (e4m3) or "int8": 8-bit codes with a scale per cached vector (kernels/kv8.py): a
     # quarter of float32's bytes, on the CPU or a GPU, under any compute dtype. "int4": the cross K/V
-    # as 4-bit codes, two a byte (half of those bytes again: a GPU's batched decode is bound by
-    # reading them), the self K/V in int8; read by the torch and Triton paths, not the numba ones.
+    # as 4-bit codes, two a byte (half of those bytes again), the self K/V in int8; read by the
+    # torch and Triton paths, not the numba ones. On an H200 no faster than "fp8" (its decode kernel
+    # is bound by instructions, not bytes: docs/performance.md) and a few words less accurate.
     kv_cache_dtype: str = "auto"
     # CPU threads for torch's intra-op pool. None: one per physical core this process may use,
     # within its container's CPU quota (engine/threads.py), unless OMP_NUM_THREADS is set.

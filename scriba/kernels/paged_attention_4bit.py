@@ -2,7 +2,10 @@
 read once and unpacked into a code of the vector's first half (its low nibble) and one of its second
 half (its high nibble), so q, the accumulators and the output are kept as two contiguous halves.
 Why a kernel of its own: the float and 8-bit kernel reads one element per lane; this one reads half
-the bytes of the 8-bit cache, the point of the format (a batched step is bound by those reads).
+the bytes of the 8-bit cache, the point of the format. Measured on an H200 (Whisper large's cross
+attention, batch 256): 325 us a layer, as long as the fp8 cache's 316 us for half its bytes; it is
+bound by its instructions (~10 an element), not by memory (benchmarks/results/
+gpu_h200_2026-11-28_session31.txt). A tensor-core form (q's row 16 times) was slower (> 382 us).
 """
 
 from __future__ import annotations
@@ -15,10 +18,10 @@ if HAS_TRITON:
     @triton.jit
     def _tile_codes4(cache_ptr, row, d, kv_mask):
         """A tile's K (or V) rows as (first halves' codes, 16 x second halves' codes) [TILE, BLOCK_HALF]
-        float32. No int-to-float conversion: a GPU runs it at a quarter of the float rate, and two a
-        byte bound this kernel (H200: 346 us a layer at batch 256, 1.4 TB/s). A nibble OR'ed into
-        the low bits of 2^23's float bits reads as 2^23 + nibble, exactly; the high nibble is left in
-        place (16 x its value), and the caller scales its half of q and of the output by 1/16 (exact)."""
+        float32. No int-to-float conversion: a GPU runs it at a quarter of the float rate (H200: 346
+        us a layer at batch 256 with two a byte, 325 us without). A nibble OR'ed into the low bits
+        of 2^23's float bits reads as 2^23 + nibble, exactly; the high nibble is left in place (16 x
+        its value), and the caller scales its half of q and of the output by 1/16 (exact)."""
         packed = tl.load(cache_ptr + row[:, None] + d[None, :], mask=kv_mask, other=0).to(tl.int32)
         low = ((packed & 0x0F) | 0x4B000000).to(tl.float32, bitcast=True) - 8388616.0  # 2^23 + 8
         high = ((packed & 0xF0) | 0x4B000000).to(tl.float32, bitcast=True) - 8388736.0  # 2^23 + 16 * 8

@@ -28,7 +28,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         choices=[*DTYPES, "fp8", "int8", "int4"],
         help="KV cache dtype (auto: the compute dtype; float16 or bfloat16 on the CPU: faster "
         "decoding, a few words' cost; fp8 or int8: 8-bit codes with a scale per cached vector; "
-        "int4: the cross-attention K/V in 4 bits, for a GPU's batches; docs/performance.md)",
+        "int4: the cross-attention K/V in 4 bits, no faster than fp8 on an H200; docs/performance.md)",
     )
     parser.add_argument(
         "--encoder-runtime",
