@@ -17,14 +17,15 @@
 #           int4b (session 31: the 4-bit cache in each block's first half, not each vector's: its tests,
 #           the decode's launch tuned for it, its RTFx at batch 256 with that launch and without)
 #           int4c (session 31: the 4-bit decode with no int-to-float conversion, against the fp8 cache)
+#           int4e (session 31, not yet run: the 4-bit decode's scores in integers, dp4a, LAUNCH's
+#           int_scores; its tests compiled, tuned against the float scores, the engine with the best)
 #           beams (beam-4 summarization, Scriba against transformers' generate, both on the GPU)
-# Session 30 (an H200) ran `env new variants`, then `fp8rows new variants30 parity` (~4 and ~3.5
-# minutes a call): the encoder's stream became the GPU's default; encoder and decode do not overlap on
-# the device (benchmarks/results/gpu_h200_2026-11-28_session30.txt); then the 4-bit cache was built on
-# the CPU (kv_cache_dtype="int4", never yet on a GPU). The next lent GPU, in one call of ~5 minutes:
-# env new int4 (its kernels compiled, its RTFx at batch 256: the design that may reach GPU.md's
-# targets, which are an H100's), then, time left, parity tune (the quantized caches' decode launch:
-# fp8's step was 1.52-1.60x its floor against float16's 1.26-1.30x).
+# Session 30 (an H200) ran `env new variants`, then `fp8rows new variants30 parity`: the encoder's
+# stream became the GPU's default; encoder and decode do not overlap on the device. Session 31 (an
+# H200) ran `env int4 tune`, `int4b`, `int4c`, `int4d` (~13 minutes in all): int4 is as fast as fp8,
+# not faster; both decode kernels are bound by their instructions, not by memory
+# (benchmarks/results/gpu_h200_2026-11-28_session31.txt). The next lent GPU, one call of ~3 minutes:
+# int4e (the 4-bit scores in integers: the next design, built on the CPU), then, time left, parity.
 # Each stage has its own time limit, so one failure or hang leaves the others' results.
 set -u
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
@@ -61,6 +62,9 @@ for stage in $stages; do
     int4c) SCRIBA_TEST_FLOAT32=1 run int4c-tests 100 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_kv8.py -k "uint8 or 4bit"
       run int4c-tune 100 python3 benchmarks/tune_paged_decode.py --kinds fp8,int4 --best-kind int4 --best-out /tmp/best_launch.json
       run int4c 200 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants fp8+fp8-encoder+encoder-stream,int4+fp8-encoder+encoder-stream+launch --decode-launch /tmp/best_launch.json --out "$OUT/gpu_whisper_b256_int4c.txt" ;;
+    int4e) SCRIBA_TEST_FLOAT32=1 run int4e-tests 100 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_kv8.py -k "uint8 or 4bit"
+      run int4e-tune 150 python3 benchmarks/tune_paged_decode.py --kinds fp8,int4 --best-kind int4 --best-out /tmp/best_launch.json
+      run int4e 200 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants fp8+fp8-encoder+encoder-stream,int4+fp8-encoder+encoder-stream+launch --decode-launch /tmp/best_launch.json --out "$OUT/gpu_whisper_b256_int4e.txt" ;;
     overlap) run overlap 240 python3 benchmarks/bench_overlap_gpu.py --carveouts 0,16,32,48 --out "$OUT/overlap.txt" ;;
     beams) run beams 240 python3 benchmarks/bench_beam.py --device cuda --dtype float16 --num-requests 128 --max-len 512 ;;
     syncs) run syncs 120 bash -c 'cd benchmarks && python3 find_gpu_syncs.py --batch 16 && python3 find_gpu_syncs.py --batch 16 --async-scheduling off' ;;

@@ -3,7 +3,8 @@ attention (1500 positions, 20 heads of 64) and a short self-attention context, a
 and 256, over a float16 cache, an fp8 one and a 4-bit one, with the grid's sequences or heads first
 (LAUNCH's `heads_first`). Prints time, achieved K/V read bandwidth and the error against the
 torch reference; `--best-out` writes the fastest tile and grid order of the 256 x 1500 case of
-`--best-kind`'s cache (float16 by default), its warps left to the engine's rule.
+`--best-kind`'s cache (float16 by default), its warps left to the engine's rule (int4: its
+warps too, and whether its scores are integers, LAUNCH's `int_scores`).
 
     python benchmarks/tune_paged_decode.py [--best-out best.json]   # on a GPU
 """
@@ -59,9 +60,12 @@ def measure(seqs: int, length: int, kind: str) -> list[tuple]:
     )
     nbytes = 2 * seqs * length * q.shape[1] * cache.shape[-1] * cache.element_size()
     rows = []
-    configs = itertools.product([32, 64, 128], [4, 8], [3], [None, 2], [False, True])
-    for tile, warps, stages, splits, heads_first in configs:
-        launch = dict(tile=tile, num_warps=warps, num_stages=stages, heads_first=heads_first)
+    integer = [False, True] if kind == "int4" else [False]  # LAUNCH's int_scores
+    configs = itertools.product([32, 64, 128], [4, 8], [3], [None, 2], [False, True], integer)
+    for tile, warps, stages, splits, heads_first, int_scores in configs:
+        launch = dict(
+            tile=tile, num_warps=warps, num_stages=stages, heads_first=heads_first, int_scores=int_scores
+        )
         run = lambda: paged_decode_attention_triton(  # noqa: E731
             q, cache, tables, lens, 0.125, num_splits=splits, launch=launch, kv_scales=scales
         )
@@ -97,14 +101,15 @@ def main() -> None:
         print(f"; default {default[0][2] * 1e3:.1f} us {default[0][3]:.0f} GB/s" if default else "")
         for launch, splits, ms, gbs, err in rows[:8]:
             print(f"{launch} splits {splits}: {ms * 1e3:8.1f} us {gbs:6.0f} GB/s err {err:.1e}")
-        for heads_first in (False, True):
-            mine = [r for r in rows if r[0]["heads_first"] == heads_first]
-            if mine:
+        for key, value in itertools.product(("heads_first", "int_scores"), (False, True)):
+            mine = [r for r in rows if r[0][key] == value]
+            if mine and len(mine) < len(rows):
                 best = f"{mine[0][0]} splits {mine[0][1]}: {mine[0][2] * 1e3:.1f} us"
-                print(f"best, heads_first={heads_first}: {best}")
+                print(f"best, {key}={value}: {best}")
         planned = [r for r in rows if r[1] is None]  # the engine plans its splits itself
         if args.best_out and (seqs, length, kind) == (256, 1500, args.best_kind) and planned:
-            best = {k: planned[0][0][k] for k in ("tile", "heads_first")}
+            keys = ("tile", "heads_first") + (("int_scores", "num_warps") if args.best_kind == "int4" else ())
+            best = {k: planned[0][0][k] for k in keys}
             with open(args.best_out, "w") as f:
                 json.dump(best, f)
             print(f"wrote {best} to {args.best_out}")

@@ -16,6 +16,7 @@ from scriba.kernels.kv8 import PACKED4, dequantized, head_dim_of, is_quantized
 from scriba.kernels.paged_decode_plan import partial_buffers, partitions, resolve_launch
 from scriba.kernels.triton_support import (
     HAS_TRITON,
+    IS_INTERPRETED,
     next_power_of_2,
     require_triton,
     tl,
@@ -302,11 +303,12 @@ def paged_decode_attention_triton(
         return out
     block_size = kv_cache.shape[2]
     tile, heads_first, launch = resolve_launch(launch, kv_scales is not None)
+    int_scores = launch.pop("int_scores") and dim % 8 == 0  # (paged_attention_4bit's)
     partition, num_splits = partitions(num_seqs, heads, block_tables.shape[1] * block_size, tile, num_splits)
     one_split = num_splits == 1
     part_max, part_sum, part_acc = partial_buffers(q, num_splits)
     grid = (heads, num_seqs, num_splits) if heads_first else (num_seqs, heads, num_splits)
-    kernel, width, shape = _kernel_for(kv_cache.dtype, dim, kv_scales is not None)
+    kernel, width, shape = _kernel_for(kv_cache.dtype, dim, kv_scales is not None, int_scores)
     kernel[grid](
         q,
         kv_cache,
@@ -344,15 +346,17 @@ def paged_decode_attention_triton(
     return out
 
 
-def _kernel_for(cache_dtype: torch.dtype, dim: int, scaled: bool):
-    """(kernel, its width argument, its shape constexprs) for a cache of this dtype: a 4-bit one
-    has a kernel of its own (paged_attention_4bit.py: imported here, it imports this module's)
-    taking the same arguments, its width the bytes of a vector (head_dim / 2)."""
+def _kernel_for(cache_dtype: torch.dtype, dim: int, scaled: bool, int_scores: bool):
+    """(kernel, its width argument, its constexprs) for a cache of this dtype: a 4-bit one has a
+    kernel of its own (paged_attention_4bit.py: imported here, it imports this module's) taking
+    the same arguments, its width the bytes of a vector (head_dim / 2), its scores in integers
+    where `int_scores`."""
     if cache_dtype != PACKED4:
         return _paged_decode_kernel, dim, dict(BLOCK_D=next_power_of_2(dim), SCALED=scaled)
     from scriba.kernels.paged_attention_4bit import _paged_decode_4bit_kernel
 
-    return _paged_decode_4bit_kernel, dim // 2, dict(BLOCK_HALF=next_power_of_2(dim // 2))
+    shape = dict(BLOCK_HALF=next_power_of_2(dim // 2), INT_SCORES=int_scores, ASM=not IS_INTERPRETED)
+    return _paged_decode_4bit_kernel, dim // 2, shape
 
 
 def _reduce_splits(part_max, part_sum, part_acc, out: torch.Tensor, num_splits: int, block_d: int) -> None:

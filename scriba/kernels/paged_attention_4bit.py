@@ -34,16 +34,22 @@ if HAS_TRITON:
         stride_cache_kv, stride_cache_block, stride_cache_tok, stride_cache_head, stride_table,
         stride_out_seq, stride_out_head, stride_scales_kv, BLOCK_SIZE: tl.constexpr,
         BLOCK_HALF: tl.constexpr, TILE: tl.constexpr, ONE_SPLIT: tl.constexpr,
-        HEADS_FIRST: tl.constexpr,
+        HEADS_FIRST: tl.constexpr, INT_SCORES: tl.constexpr, ASM: tl.constexpr,
     ):  # fmt: skip
         """Program (seq, head, split), as paged_attention._paged_decode_kernel with SCALED (which
-        launches it with the same arguments, `half` in place of head_dim)."""
+        launches it with the same arguments, `half` in place of head_dim). INT_SCORES (LAUNCH's
+        `int_scores`): the scores in integers, q's int8 codes against K's 4-bit ones, four products
+        an instruction (_int_scores4; ASM: the GPU's dp4a, else the same sum in Triton)."""
         seq, head, split, start, end = _program_span(lens_ptr, partition, HEADS_FIRST)
         d = tl.arange(0, BLOCK_HALF)
         d_mask = d < half
         q_at = q_ptr + seq * stride_q_seq + head * stride_q_head + d
         q_low = tl.load(q_at, mask=d_mask, other=0.0).to(tl.float32) * scale
-        q_high = tl.load(q_at + half, mask=d_mask, other=0.0).to(tl.float32) * (scale / 16)  # _tile_codes4
+        q_high = tl.load(q_at + half, mask=d_mask, other=0.0).to(tl.float32) * scale
+        if INT_SCORES:
+            q_codes_low, q_codes_high, q_step, q_offset = _quantized_q(q_low, q_high, BLOCK_HALF)
+            words = tl.arange(0, BLOCK_HALF // 4)
+        q_high = q_high / 16  # _tile_codes4's second halves are 16 x their codes (exact)
         lane_max = tl.full([TILE], float("-inf"), tl.float32)
         lane_sum = tl.zeros([TILE], tl.float32)
         acc_low = tl.zeros([TILE, BLOCK_HALF], tl.float32)
@@ -56,9 +62,17 @@ if HAS_TRITON:
             row = block * stride_cache_block + offset * stride_cache_tok + head * stride_cache_head
             kv_mask = valid[:, None] & d_mask[None, :]
             k_scales = scales_ptr + slot * num_heads + head
-            lane_max, lane_sum, acc_low, acc_high = _attend_tile4(
-                cache_ptr, row, d, kv_mask, valid, k_scales, stride_cache_kv, stride_scales_kv,
-                q_low, q_high, lane_max, lane_sum, acc_low, acc_high,
+            if INT_SCORES:
+                words_mask = valid[:, None] & (words < half // 4)[None, :]
+                scores = q_step * _int_scores4(
+                    cache_ptr, row, words, words_mask, q_codes_low, q_codes_high, q_offset, ASM
+                )
+            else:
+                k_low, k_high = _tile_codes4(cache_ptr, row, d, kv_mask)
+                scores = tl.sum(k_low * q_low[None, :], 1) + tl.sum(k_high * q_high[None, :], 1)
+            lane_max, lane_sum, acc_low, acc_high = _attend_values4(
+                scores, cache_ptr, row, d, kv_mask, valid, k_scales, stride_cache_kv, stride_scales_kv,
+                lane_max, lane_sum, acc_low, acc_high,
             )  # fmt: skip
         running_max, running_sum, low = _merge_lanes(lane_max, lane_sum, acc_low)
         _, _, high = _merge_lanes(lane_max, lane_sum, acc_high)
@@ -76,15 +90,13 @@ if HAS_TRITON:
             tl.store(part_acc_ptr + part * 2 * half + half + d, high, mask=d_mask)
 
     @triton.jit
-    def _attend_tile4(
-        cache_ptr, row, d, kv_mask, valid, k_scales, stride_cache_kv, stride_scales_kv, q_low, q_high,
+    def _attend_values4(
+        scores, cache_ptr, row, d, kv_mask, valid, k_scales, stride_cache_kv, stride_scales_kv,
         lane_max, lane_sum, acc_low, acc_high,
     ):  # fmt: skip
-        """One tile of positions into the per-lane online softmax: K's codes against q's two halves,
-        times each position's K scale; V's codes into the two accumulators, weighted by its V scale.
-        Returns (lane_max, lane_sum, acc_low, acc_high)."""
-        k_low, k_high = _tile_codes4(cache_ptr, row, d, kv_mask)
-        scores = tl.sum(k_low * q_low[None, :], 1) + tl.sum(k_high * q_high[None, :], 1)
+        """One tile of positions into the per-lane online softmax: its scores [TILE] (of the K
+        codes) times each position's K scale; V's codes into the two accumulators, weighted by its
+        V scale. Returns (lane_max, lane_sum, acc_low, acc_high)."""
         scores *= tl.load(k_scales, mask=valid, other=0.0)
         lane_max, rescale, weights, lane_sum = _lane_update(lane_max, lane_sum, scores, valid)
         weights *= tl.load(k_scales + stride_scales_kv, mask=valid, other=0.0)
@@ -92,3 +104,49 @@ if HAS_TRITON:
         acc_low = acc_low * rescale[:, None] + weights[:, None] * v_low
         acc_high = acc_high * rescale[:, None] + weights[:, None] * v_high
         return lane_max, lane_sum, acc_low, acc_high
+
+    @triton.jit
+    def _quantized_q(q_low, q_high, BLOCK_HALF: tl.constexpr):
+        """q's halves (float32 [BLOCK_HALF], zeros past half) as int8 codes, symmetric, the largest
+        |value| at 127: (low's codes four a word [BLOCK_HALF / 4] int32, high's, the value of a
+        code's step, 8 x the codes' sum: the 4-bit codes' offset, _int_scores4)."""
+        largest = tl.maximum(tl.max(tl.abs(q_low), 0), tl.max(tl.abs(q_high), 0))
+        step = tl.maximum(largest / 127, 1e-30)
+        low = tl.floor(q_low / step + 0.5).to(tl.int32)
+        high = tl.floor(q_high / step + 0.5).to(tl.int32)
+        offset = 8 * (tl.sum(low, 0) + tl.sum(high, 0))
+        return _four_a_word(low, BLOCK_HALF), _four_a_word(high, BLOCK_HALF), step, offset
+
+    @triton.jit
+    def _four_a_word(codes, BLOCK_HALF: tl.constexpr):
+        """int32 codes in [-128, 127] [BLOCK_HALF] -> their bytes four a word [BLOCK_HALF / 4], the
+        first in the lowest byte (as the cache's bytes read as int32 on a little-endian GPU)."""
+        fields = (tl.reshape(codes, [BLOCK_HALF // 4, 4]) & 0xFF) << (8 * tl.arange(0, 4))[None, :]
+        return tl.sum(fields, 1)  # (disjoint bits: the sum is their OR)
+
+    @triton.jit
+    def _int_scores4(cache_ptr, row, words, words_mask, q_low, q_high, q_offset, ASM: tl.constexpr):
+        """Each position's K codes against q's int8 codes (_quantized_q), exact in int32, as float32
+        [TILE]: a word of the cache holds four bytes, whose low nibbles are four codes of the first
+        half (+ 8) and high nibbles the same four of the second half; each nibble set meets q's word
+        in one dp4a. The + 8 is taken off once, as q_offset."""
+        at = (cache_ptr + row[:, None]).to(tl.pointer_type(tl.int32)) + words[None, :]
+        packed = tl.load(at, mask=words_mask, other=-2004318072)  # 0x88888888: codes 0
+        total = _dp4a(packed & 0x0F0F0F0F, q_low[None, :], tl.zeros_like(packed), ASM)
+        total = _dp4a((packed >> 4) & 0x0F0F0F0F, q_high[None, :], total, ASM)
+        return (tl.sum(total, 1) - q_offset).to(tl.float32)
+
+    @triton.jit
+    def _dp4a(a, b, c, ASM: tl.constexpr):
+        """c + the products of a's four bytes (unsigned) and b's (signed), int32: with ASM the
+        GPU's dp4a, one instruction; else (the interpreter, which runs no assembly) byte by byte."""
+        if ASM:
+            return tl.inline_asm_elementwise(
+                "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r", [a, b, c], dtype=tl.int32, is_pure=True, pack=1
+            )
+        else:
+            total = c
+            for j in tl.static_range(4):
+                signed = (b >> (8 * j)) & 0xFF
+                total += ((a >> (8 * j)) & 0xFF) * (signed - ((signed >> 7) << 8))
+            return total

@@ -1,8 +1,8 @@
-"""The quantized KV caches (kernels/kv8.py: fp8 e4m3, int8 or packed 4-bit codes, a scale per cached vector) and
-every reader and writer of it, against the torch reference: the numba CPU kernel, and the Triton
-decode and write kernels (on CUDA, else in Triton's interpreter, conftest.py). Oracle for the
-reference itself: the float32 values written, within the code's rounding, and dense float
-attention over what was kept."""
+"""The quantized KV caches (kernels/kv8.py: fp8 e4m3, int8 or packed 4-bit codes, a scale per
+cached vector) and every reader and writer of it, against the torch reference: the numba CPU
+kernel, and the Triton decode and write kernels (on CUDA, else in Triton's interpreter,
+conftest.py). Oracle for the reference itself: the float32 values written, within the code's
+rounding, and dense float attention over what was kept."""
 
 import random
 
@@ -110,6 +110,40 @@ def test_the_triton_decode_kernel_reads_8bit_as_the_reference(dtype, splits, hea
     torch.testing.assert_close(got, ref, atol=5e-4, rtol=1e-3)
     with pytest.raises(ValueError, match="quantized cache is read with its scales"):
         paged_decode_attention_triton(q, cache, tables, lengths, 0.125)
+
+
+@pytest.mark.parametrize("splits", [1, 4])
+def test_the_4bit_decode_with_integer_scores_reads_as_the_reference(splits):
+    """LAUNCH's `int_scores` over a 4-bit cache: q as int8 codes (a step per vector) against K's
+    4-bit codes, summed exactly in int32 (dp4a on a GPU). Its only error is q's rounding: half a
+    step of 1/127 of q's largest |value| per element."""
+    cache, scales, tables, lengths, _ = filled_cache(PACKED4, [700, 16, 90], seed=2, device=DEVICE)
+    q = torch.randn(3, HEADS, DIM, generator=torch.Generator().manual_seed(2)).to(DEVICE)
+    ref = paged_decode_attention_ref(q, cache, tables, lengths, 0.125, kv_scales=scales)
+    args = (q, cache, tables, lengths, 0.125)
+    floats = paged_decode_attention_triton(*args, num_splits=splits, kv_scales=scales)
+    ints = paged_decode_attention_triton(
+        *args, num_splits=splits, kv_scales=scales, launch={"int_scores": True}
+    )
+    torch.testing.assert_close(floats, ref, atol=5e-4, rtol=1e-3)
+    # the same attention to q's rounding: measured 2.3e-3 at most (outputs ~2.5, up to 28)
+    torch.testing.assert_close(ints, ref, atol=1e-2, rtol=1e-2)
+    assert not torch.equal(ints, floats)  # (the integer path ran: q's rounding shows)
+    # q exactly on its int8 grid: the integer scores are the float ones
+    step = q.abs().amax(-1, keepdim=True) / 127
+    on_grid = (q / step).round() * step
+    exact = paged_decode_attention_ref(on_grid, cache, tables, lengths, 0.125, kv_scales=scales)
+    got = paged_decode_attention_triton(
+        on_grid,
+        cache,
+        tables,
+        lengths,
+        0.125,
+        num_splits=splits,
+        kv_scales=scales,
+        launch={"int_scores": True},
+    )
+    torch.testing.assert_close(got, exact, atol=5e-4, rtol=1e-3)
 
 
 # Values at the codes' rounding edges, each vector's largest |value| exactly the largest code so its
