@@ -132,8 +132,9 @@ if HAS_TRITON:
         in one dp4a. The + 8 is taken off once, as q_offset."""
         at = (cache_ptr + row[:, None]).to(tl.pointer_type(tl.int32)) + words[None, :]
         packed = tl.load(at, mask=words_mask, other=-2004318072)  # 0x88888888: codes 0
-        total = _dp4a(packed & 0x0F0F0F0F, q_low[None, :], tl.zeros_like(packed), ASM)
-        total = _dp4a((packed >> 4) & 0x0F0F0F0F, q_high[None, :], total, ASM)
+        zeros = tl.zeros_like(packed)  # (q's words broadcast to the tile: the assembly takes equal shapes)
+        total = _dp4a(packed & 0x0F0F0F0F, q_low[None, :] + zeros, zeros, ASM)
+        total = _dp4a((packed >> 4) & 0x0F0F0F0F, q_high[None, :] + zeros, total, ASM)
         return (tl.sum(total, 1) - q_offset).to(tl.float32)
 
     @triton.jit
