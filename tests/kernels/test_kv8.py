@@ -118,32 +118,25 @@ def test_the_4bit_decode_with_integer_scores_reads_as_the_reference(splits):
     4-bit codes, summed exactly in int32 (dp4a on a GPU). Its only error is q's rounding: half a
     step of 1/127 of q's largest |value| per element."""
     cache, scales, tables, lengths, _ = filled_cache(PACKED4, [700, 16, 90], seed=2, device=DEVICE)
+
+    def decode(query, reference=False, **launch):
+        if reference:
+            return paged_decode_attention_ref(query, cache, tables, lengths, 0.125, kv_scales=scales)
+        return paged_decode_attention_triton(
+            query, cache, tables, lengths, 0.125, num_splits=splits, kv_scales=scales, launch=launch
+        )
+
     q = torch.randn(3, HEADS, DIM, generator=torch.Generator().manual_seed(2)).to(DEVICE)
-    ref = paged_decode_attention_ref(q, cache, tables, lengths, 0.125, kv_scales=scales)
-    args = (q, cache, tables, lengths, 0.125)
-    floats = paged_decode_attention_triton(*args, num_splits=splits, kv_scales=scales)
-    ints = paged_decode_attention_triton(
-        *args, num_splits=splits, kv_scales=scales, launch={"int_scores": True}
-    )
-    torch.testing.assert_close(floats, ref, atol=5e-4, rtol=1e-3)
+    ints = decode(q, int_scores=True)
     # the same attention to q's rounding: measured 2.3e-3 at most (outputs ~2.5, up to 28)
-    torch.testing.assert_close(ints, ref, atol=1e-2, rtol=1e-2)
-    assert not torch.equal(ints, floats)  # (the integer path ran: q's rounding shows)
+    torch.testing.assert_close(ints, decode(q, reference=True), atol=1e-2, rtol=1e-2)
+    assert not torch.equal(ints, decode(q))  # (the integer path ran: q's rounding shows)
     # q exactly on its int8 grid: the integer scores are the float ones
     step = q.abs().amax(-1, keepdim=True) / 127
     on_grid = (q / step).round() * step
-    exact = paged_decode_attention_ref(on_grid, cache, tables, lengths, 0.125, kv_scales=scales)
-    got = paged_decode_attention_triton(
-        on_grid,
-        cache,
-        tables,
-        lengths,
-        0.125,
-        num_splits=splits,
-        kv_scales=scales,
-        launch={"int_scores": True},
+    torch.testing.assert_close(
+        decode(on_grid, int_scores=True), decode(on_grid, reference=True), atol=5e-4, rtol=1e-3
     )
-    torch.testing.assert_close(got, exact, atol=5e-4, rtol=1e-3)
 
 
 # Values at the codes' rounding edges, each vector's largest |value| exactly the largest code so its
