@@ -17,15 +17,16 @@
 #           int4b (session 31: the 4-bit cache in each block's first half, not each vector's: its tests,
 #           the decode's launch tuned for it, its RTFx at batch 256 with that launch and without)
 #           int4c (session 31: the 4-bit decode with no int-to-float conversion, against the fp8 cache)
-#           int4e (session 31, not yet run: the 4-bit decode's scores in integers, dp4a, LAUNCH's
-#           int_scores; its tests compiled, tuned against the float scores, the engine with the best)
+#           int4e (session 31, not yet run: the decode in two passes, LAUNCH's two_pass, for fp8 and
+#           int4, and int4's scores in integers, dp4a, LAUNCH's int_scores: their tests compiled, each
+#           tuned against the one-pass float-score kernel, the engine with the best of each cache)
 #           beams (beam-4 summarization, Scriba against transformers' generate, both on the GPU)
 # Session 30 (an H200) ran `env new variants`, then `fp8rows new variants30 parity`: the encoder's
 # stream became the GPU's default; encoder and decode do not overlap on the device. Session 31 (an
 # H200) ran `env int4 tune`, `int4b`, `int4c`, `int4d` (~13 minutes in all): int4 is as fast as fp8,
 # not faster; both decode kernels are bound by their instructions, not by memory
 # (benchmarks/results/gpu_h200_2026-11-28_session31.txt). The next lent GPU, one call of ~3 minutes:
-# int4e (the 4-bit scores in integers: the next design, built on the CPU), then, time left, parity.
+# int4e (two passes for fp8 and int4, int4's scores in integers: built on the CPU), then parity.
 # Each stage has its own time limit, so one failure or hang leaves the others' results.
 set -u
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
@@ -62,9 +63,10 @@ for stage in $stages; do
     int4c) SCRIBA_TEST_FLOAT32=1 run int4c-tests 100 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_kv8.py -k "uint8 or 4bit"
       run int4c-tune 100 python3 benchmarks/tune_paged_decode.py --kinds fp8,int4 --best-kind int4 --best-out /tmp/best_launch.json
       run int4c 200 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants fp8+fp8-encoder+encoder-stream,int4+fp8-encoder+encoder-stream+launch --decode-launch /tmp/best_launch.json --out "$OUT/gpu_whisper_b256_int4c.txt" ;;
-    int4e) SCRIBA_TEST_FLOAT32=1 run int4e-tests 100 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_kv8.py -k "uint8 or 4bit"
-      run int4e-tune 150 python3 benchmarks/tune_paged_decode.py --kinds fp8,int4 --best-kind int4 --best-out /tmp/best_launch.json
-      run int4e 200 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants fp8+fp8-encoder+encoder-stream,int4+fp8-encoder+encoder-stream+launch --decode-launch /tmp/best_launch.json --out "$OUT/gpu_whisper_b256_int4e.txt" ;;
+    int4e) SCRIBA_TEST_FLOAT32=1 run int4e-tests 120 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_kv8.py -k "uint8 or 4bit or two_passes"
+      run int4e-tune 180 python3 benchmarks/tune_paged_decode.py --kinds fp8,int4 --best-out "/tmp/best_{kind}.json"
+      run int4e-fp8 150 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants fp8+fp8-encoder+encoder-stream,fp8+fp8-encoder+encoder-stream+launch --decode-launch /tmp/best_fp8.json --out "$OUT/gpu_whisper_b256_fp8e.txt"
+      run int4e 150 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants fp8+fp8-encoder+encoder-stream,int4+fp8-encoder+encoder-stream+launch --decode-launch /tmp/best_int4.json --out "$OUT/gpu_whisper_b256_int4e.txt" ;;
     overlap) run overlap 240 python3 benchmarks/bench_overlap_gpu.py --carveouts 0,16,32,48 --out "$OUT/overlap.txt" ;;
     beams) run beams 240 python3 benchmarks/bench_beam.py --device cuda --dtype float16 --num-requests 128 --max-len 512 ;;
     syncs) run syncs 120 bash -c 'cd benchmarks && python3 find_gpu_syncs.py --batch 16 && python3 find_gpu_syncs.py --batch 16 --async-scheduling off' ;;

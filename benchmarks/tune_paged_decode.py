@@ -3,8 +3,8 @@ attention (1500 positions, 20 heads of 64) and a short self-attention context, a
 and 256, over a float16 cache, an fp8 one and a 4-bit one, with the grid's sequences or heads first
 (LAUNCH's `heads_first`). Prints time, achieved K/V read bandwidth and the error against the
 torch reference; `--best-out` writes the fastest tile and grid order of the 256 x 1500 case of
-`--best-kind`'s cache (float16 by default), its warps left to the engine's rule (int4: its
-warps too, and whether its scores are integers, LAUNCH's `int_scores`).
+`--best-kind`'s cache (float16 by default) and whether in two passes (LAUNCH's `two_pass`), its
+warps left to the engine's rule (int4: its warps too, and LAUNCH's `int_scores`).
 
     python benchmarks/tune_paged_decode.py [--best-out best.json]   # on a GPU
 """
@@ -60,12 +60,13 @@ def measure(seqs: int, length: int, kind: str) -> list[tuple]:
     )
     nbytes = 2 * seqs * length * q.shape[1] * cache.shape[-1] * cache.element_size()
     rows = []
+    quantized = kind != "float16"  # (there heads first and tiles of 32 or 64 always led: H200, s31)
+    tiles, orders = ([32, 64], [True]) if quantized else ([32, 64, 128], [False, True])
     integer = [False, True] if kind == "int4" else [False]  # LAUNCH's int_scores
-    configs = itertools.product([32, 64, 128], [4, 8], [3], [None, 2], [False, True], integer)
-    for tile, warps, stages, splits, heads_first, int_scores in configs:
-        launch = dict(
-            tile=tile, num_warps=warps, num_stages=stages, heads_first=heads_first, int_scores=int_scores
-        )
+    configs = itertools.product(tiles, [4, 8], [3], [None, 2], orders, integer, [False, True])
+    for tile, warps, stages, splits, heads_first, int_scores, two_pass in configs:
+        launch = dict(tile=tile, num_warps=warps, num_stages=stages, heads_first=heads_first)
+        launch.update(int_scores=int_scores, two_pass=two_pass)
         run = lambda: paged_decode_attention_triton(  # noqa: E731
             q, cache, tables, lens, 0.125, num_splits=splits, launch=launch, kv_scales=scales
         )
@@ -87,7 +88,10 @@ def defaults(kind: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--best-out", help="write the fastest 256 x 1500 launch here (JSON)")
+    parser.add_argument(
+        "--best-out",
+        help="write the fastest 256 x 1500 launch here (JSON); a path with {kind}: one per cache timed",
+    )
     parser.add_argument(
         "--best-kind", default="float16", choices=["float16", "fp8", "int4"], help="its cache"
     )
@@ -96,23 +100,34 @@ def main() -> None:
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
     for seqs, length, kind in (c for c in CASES if c[2] in args.kinds.split(",")):
         rows = sorted(measure(seqs, length, kind), key=lambda r: r[2])
-        default = [r for r in rows if r[1] is None and all(r[0][k] == v for k, v in defaults(kind).items())]
-        print(f"\n## {seqs} seqs x {length} positions, {kind} cache: best 8 of {len(rows)}", end="")
-        print(f"; default {default[0][2] * 1e3:.1f} us {default[0][3]:.0f} GB/s" if default else "")
-        for launch, splits, ms, gbs, err in rows[:8]:
-            print(f"{launch} splits {splits}: {ms * 1e3:8.1f} us {gbs:6.0f} GB/s err {err:.1e}")
-        for key, value in itertools.product(("heads_first", "int_scores"), (False, True)):
-            mine = [r for r in rows if r[0][key] == value]
-            if mine and len(mine) < len(rows):
-                best = f"{mine[0][0]} splits {mine[0][1]}: {mine[0][2] * 1e3:.1f} us"
-                print(f"best, {key}={value}: {best}")
+        report(seqs, length, kind, rows)
         planned = [r for r in rows if r[1] is None]  # the engine plans its splits itself
-        if args.best_out and (seqs, length, kind) == (256, 1500, args.best_kind) and planned:
-            keys = ("tile", "heads_first") + (("int_scores", "num_warps") if args.best_kind == "int4" else ())
-            best = {k: planned[0][0][k] for k in keys}
-            with open(args.best_out, "w") as f:
-                json.dump(best, f)
-            print(f"wrote {best} to {args.best_out}")
+        wanted = args.best_out and ("{kind}" in args.best_out or kind == args.best_kind)
+        if wanted and (seqs, length) == (256, 1500) and planned:
+            write_best(args.best_out.format(kind=kind), kind, planned[0][0])
+
+
+def report(seqs: int, length: int, kind: str, rows: list[tuple]) -> None:
+    """The 8 fastest launches, the default's time, and the fastest with each setting on and off."""
+    default = [r for r in rows if r[1] is None and all(r[0][k] == v for k, v in defaults(kind).items())]
+    print(f"\n## {seqs} seqs x {length} positions, {kind} cache: best 8 of {len(rows)}", end="")
+    print(f"; default {default[0][2] * 1e3:.1f} us {default[0][3]:.0f} GB/s" if default else "")
+    for launch, splits, ms, gbs, err in rows[:8]:
+        print(f"{launch} splits {splits}: {ms * 1e3:8.1f} us {gbs:6.0f} GB/s err {err:.1e}")
+    for key, value in itertools.product(("heads_first", "int_scores", "two_pass"), (False, True)):
+        mine = [r for r in rows if r[0][key] == value]
+        if mine and len(mine) < len(rows):
+            print(f"best, {key}={value}: {mine[0][0]} splits {mine[0][1]}: {mine[0][2] * 1e3:.1f} us")
+
+
+def write_best(path: str, kind: str, launch: dict) -> None:
+    """The launch's tile, grid order and passes (a quantized cache's warps too; int4's int_scores)."""
+    keys = ("tile", "heads_first", "two_pass") + (("num_warps",) if kind != "float16" else ())
+    keys += ("int_scores",) if kind == "int4" else ()
+    best = {k: launch[k] for k in keys}
+    with open(path, "w") as f:
+        json.dump(best, f)
+    print(f"wrote {best} to {path}")
 
 
 if __name__ == "__main__":

@@ -133,14 +133,18 @@ if HAS_TRITON:
         return seq, head, split, start, tl.minimum(start + partition, tl.load(lens_ptr + seq))
 
     @triton.jit
-    def _tile_blocks(
-        tables_ptr, seq, stride_table, tile_start, end, BLOCK_SIZE: tl.constexpr, TILE: tl.constexpr
-    ):
-        """Positions [tile_start, +TILE): (valid [TILE], physical block int64, in-block offset)."""
+    def _tile_at(
+        tables_ptr, seq, head, stride_table, stride_cache_block, stride_cache_tok, stride_cache_head,
+        tile_start, end, BLOCK_SIZE: tl.constexpr, TILE: tl.constexpr,
+    ):  # fmt: skip
+        """Positions [tile_start, +TILE): (valid [TILE], their slots int64 (block * BLOCK_SIZE +
+        offset: where their scales are), their rows of this head in the cache, in elements)."""
         pos = tile_start + tl.arange(0, TILE)
         valid = pos < end
-        block = tl.load(tables_ptr + seq * stride_table + pos // BLOCK_SIZE, mask=valid, other=0)
-        return valid, block.to(tl.int64), pos % BLOCK_SIZE
+        block = tl.load(tables_ptr + seq * stride_table + pos // BLOCK_SIZE, mask=valid, other=0).to(tl.int64)
+        offset = pos % BLOCK_SIZE
+        row = block * stride_cache_block + offset * stride_cache_tok + head * stride_cache_head
+        return valid, block * BLOCK_SIZE + offset, row
 
     @triton.jit
     def _lane_update(lane_max, lane_sum, scores, valid):
@@ -186,11 +190,10 @@ if HAS_TRITON:
         lane_sum = tl.zeros([TILE], tl.float32)
         lane_acc = tl.zeros([TILE, BLOCK_D], tl.float32)
         for tile_start in range(start, end, TILE):
-            valid, block, offset = _tile_blocks(
-                tables_ptr, seq, stride_table, tile_start, end, BLOCK_SIZE, TILE
-            )
-            slot = block * BLOCK_SIZE + offset
-            row = block * stride_cache_block + offset * stride_cache_tok + head * stride_cache_head
+            valid, slot, row = _tile_at(
+                tables_ptr, seq, head, stride_table, stride_cache_block, stride_cache_tok, stride_cache_head,
+                tile_start, end, BLOCK_SIZE, TILE,
+            )  # fmt: skip
             kv_mask = valid[:, None] & d_mask[None, :]
             scores = tl.sum(_tile_rows(cache_ptr, row, d, kv_mask) * q[None, :], 1)
             if SCALED:  # scales [2, blocks, BLOCK_SIZE, heads]
@@ -202,15 +205,23 @@ if HAS_TRITON:
             v = _tile_rows(cache_ptr + stride_cache_kv, row, d, kv_mask)
             lane_acc = lane_acc * rescale[:, None] + weights[:, None] * v
         running_max, running_sum, acc = _merge_lanes(lane_max, lane_sum, lane_acc)
+        _store_output(
+            out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr, seq, head, split, num_heads, num_splits,
+            stride_out_seq, stride_out_head, d, d_mask, head_dim, running_max, running_sum, acc, ONE_SPLIT,
+        )  # fmt: skip
+
+    @triton.jit
+    def _store_output(
+        out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr, seq, head, split, num_heads, num_splits,
+        stride_out_seq, stride_out_head, d, d_mask, head_dim, running_max, running_sum, acc,
+        ONE_SPLIT: tl.constexpr,
+    ):  # fmt: skip
+        """The output [BLOCK_D], or the split's partial softmax (max, sum, acc). An empty split
+        (start >= seq_len) leaves max = -inf, sum = 0, acc = 0."""
         if ONE_SPLIT:
-            out = acc / running_sum
-            tl.store(
-                out_ptr + seq * stride_out_seq + head * stride_out_head + d,
-                out.to(out_ptr.dtype.element_ty),
-                mask=d_mask,
-            )
+            out_at = out_ptr + seq * stride_out_seq + head * stride_out_head + d
+            tl.store(out_at, (acc / running_sum).to(out_ptr.dtype.element_ty), mask=d_mask)
         else:
-            # An empty split (start >= seq_len) leaves max = -inf, sum = 0, acc = 0.
             part = (seq * num_heads + head) * num_splits + split
             tl.store(part_max_ptr + part, running_max)
             tl.store(part_sum_ptr + part, running_sum)
@@ -303,12 +314,14 @@ def paged_decode_attention_triton(
         return out
     block_size = kv_cache.shape[2]
     tile, heads_first, launch = resolve_launch(launch, kv_scales is not None)
-    int_scores = launch.pop("int_scores") and dim % 8 == 0  # (paged_attention_4bit's)
+    int_scores, two_pass = launch.pop("int_scores") and dim % 8 == 0, launch.pop("two_pass")  # (4-bit's)
     partition, num_splits = partitions(num_seqs, heads, block_tables.shape[1] * block_size, tile, num_splits)
     one_split = num_splits == 1
     part_max, part_sum, part_acc = partial_buffers(q, num_splits)
     grid = (heads, num_seqs, num_splits) if heads_first else (num_seqs, heads, num_splits)
-    kernel, width, shape = _kernel_for(kv_cache.dtype, dim, kv_scales is not None, int_scores)
+    kernel, width, shape = _kernel_for(kv_cache.dtype, dim, kv_scales is not None, int_scores, two_pass)
+    if "scores_ptr" in shape:  # the two-pass kernel's scores, [seqs, heads, splits, partition]
+        shape["scores_ptr"] = q.new_empty(num_seqs * heads * num_splits * partition, dtype=torch.float32)
     kernel[grid](
         q,
         kv_cache,
@@ -346,17 +359,23 @@ def paged_decode_attention_triton(
     return out
 
 
-def _kernel_for(cache_dtype: torch.dtype, dim: int, scaled: bool, int_scores: bool):
-    """(kernel, its width argument, its constexprs) for a cache of this dtype: a 4-bit one has a
-    kernel of its own (paged_attention_4bit.py: imported here, it imports this module's) taking
-    the same arguments, its width the bytes of a vector (head_dim / 2), its scores in integers
-    where `int_scores`."""
+def _kernel_for(cache_dtype: torch.dtype, dim: int, scaled: bool, int_scores: bool, two_pass: bool):
+    """(kernel, its width argument, its other arguments) for a cache of this dtype. `two_pass`: the
+    kernel in two passes (paged_attention_two_pass.py), with `scores_ptr` for the caller to fill. A
+    4-bit cache has kernels of their own (paged_attention_4bit.py; both modules import this one's
+    helpers, so they are imported here) taking the same arguments, the width the bytes of a vector
+    (head_dim / 2), the scores in integers where `int_scores`."""
+    scratch = {"scores_ptr": None} if two_pass else {}
     if cache_dtype != PACKED4:
-        return _paged_decode_kernel, dim, dict(BLOCK_D=next_power_of_2(dim), SCALED=scaled)
-    from scriba.kernels.paged_attention_4bit import _paged_decode_4bit_kernel
+        from scriba.kernels.paged_attention_two_pass import _paged_decode_two_pass_kernel
 
+        kernel = _paged_decode_two_pass_kernel if two_pass else _paged_decode_kernel
+        return kernel, dim, dict(BLOCK_D=next_power_of_2(dim), SCALED=scaled, **scratch)
+    from scriba.kernels import paged_attention_4bit as four
+
+    kernel = four._paged_decode_4bit_two_pass_kernel if two_pass else four._paged_decode_4bit_kernel
     shape = dict(BLOCK_HALF=next_power_of_2(dim // 2), INT_SCORES=int_scores, ASM=not IS_INTERPRETED)
-    return _paged_decode_4bit_kernel, dim // 2, shape
+    return kernel, dim // 2, {**shape, **scratch}
 
 
 def _reduce_splits(part_max, part_sum, part_acc, out: torch.Tensor, num_splits: int, block_d: int) -> None:

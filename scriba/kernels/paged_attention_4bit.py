@@ -13,7 +13,7 @@ from __future__ import annotations
 from scriba.kernels.triton_support import HAS_TRITON, tl, triton
 
 if HAS_TRITON:
-    from scriba.kernels.paged_attention import _lane_update, _merge_lanes, _program_span, _tile_blocks
+    from scriba.kernels.paged_attention import _lane_update, _merge_lanes, _program_span, _tile_at
 
     @triton.jit
     def _tile_codes4(cache_ptr, row, d, kv_mask):
@@ -43,46 +43,136 @@ if HAS_TRITON:
         seq, head, split, start, end = _program_span(lens_ptr, partition, HEADS_FIRST)
         d = tl.arange(0, BLOCK_HALF)
         d_mask = d < half
-        q_at = q_ptr + seq * stride_q_seq + head * stride_q_head + d
-        q_low = tl.load(q_at, mask=d_mask, other=0.0).to(tl.float32) * scale
-        q_high = tl.load(q_at + half, mask=d_mask, other=0.0).to(tl.float32) * scale
-        if INT_SCORES:
-            q_codes_low, q_codes_high, q_step, q_offset = _quantized_q(q_low, q_high, BLOCK_HALF)
-            words = tl.arange(0, BLOCK_HALF // 4)
-        q_high = q_high / 16  # _tile_codes4's second halves are 16 x their codes (exact)
+        q_low, q_high, codes_low, codes_high, q_step, q_offset = _q_halves(
+            q_ptr + seq * stride_q_seq + head * stride_q_head, d, d_mask, half, scale, BLOCK_HALF, INT_SCORES
+        )
         lane_max = tl.full([TILE], float("-inf"), tl.float32)
         lane_sum = tl.zeros([TILE], tl.float32)
         acc_low = tl.zeros([TILE, BLOCK_HALF], tl.float32)
         acc_high = tl.zeros([TILE, BLOCK_HALF], tl.float32)
         for tile_start in range(start, end, TILE):
-            valid, block, offset = _tile_blocks(
-                tables_ptr, seq, stride_table, tile_start, end, BLOCK_SIZE, TILE
-            )
-            slot = block * BLOCK_SIZE + offset
-            row = block * stride_cache_block + offset * stride_cache_tok + head * stride_cache_head
+            valid, slot, row = _tile_at(
+                tables_ptr, seq, head, stride_table, stride_cache_block, stride_cache_tok, stride_cache_head,
+                tile_start, end, BLOCK_SIZE, TILE,
+            )  # fmt: skip
             kv_mask = valid[:, None] & d_mask[None, :]
             k_scales = scales_ptr + slot * num_heads + head
-            if INT_SCORES:
-                words_mask = valid[:, None] & (words < half // 4)[None, :]
-                scores = q_step * _int_scores4(
-                    cache_ptr, row, words, words_mask, q_codes_low, q_codes_high, q_offset, ASM
-                )
-            else:
-                k_low, k_high = _tile_codes4(cache_ptr, row, d, kv_mask)
-                scores = tl.sum(k_low * q_low[None, :], 1) + tl.sum(k_high * q_high[None, :], 1)
+            scores = _tile_scores4(
+                cache_ptr, row, d, kv_mask, valid, half, q_low, q_high, codes_low, codes_high, q_step,
+                q_offset, BLOCK_HALF, INT_SCORES, ASM,
+            )  # fmt: skip
             lane_max, lane_sum, acc_low, acc_high = _attend_values4(
                 scores, cache_ptr, row, d, kv_mask, valid, k_scales, stride_cache_kv, stride_scales_kv,
                 lane_max, lane_sum, acc_low, acc_high,
             )  # fmt: skip
         running_max, running_sum, low = _merge_lanes(lane_max, lane_sum, acc_low)
         _, _, high = _merge_lanes(lane_max, lane_sum, acc_high)
-        high = high / 16  # _tile_codes4's second halves are 16 x their codes
+        _store_halves(
+            out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr, seq, head, split, num_heads, num_splits,
+            stride_out_seq, stride_out_head, d, d_mask, half, running_max, running_sum, low, high, ONE_SPLIT,
+        )  # fmt: skip
+
+    @triton.jit
+    def _paged_decode_4bit_two_pass_kernel(
+        q_ptr, cache_ptr, scales_ptr, tables_ptr, lens_ptr, out_ptr, part_max_ptr, part_sum_ptr,
+        part_acc_ptr, scale, half, num_heads, partition, num_splits, stride_q_seq, stride_q_head,
+        stride_cache_kv, stride_cache_block, stride_cache_tok, stride_cache_head, stride_table,
+        stride_out_seq, stride_out_head, stride_scales_kv, scores_ptr, BLOCK_SIZE: tl.constexpr,
+        BLOCK_HALF: tl.constexpr, TILE: tl.constexpr, ONE_SPLIT: tl.constexpr,
+        HEADS_FIRST: tl.constexpr, INT_SCORES: tl.constexpr, ASM: tl.constexpr,
+    ):  # fmt: skip
+        """_paged_decode_4bit_kernel in two passes (LAUNCH's `two_pass`): the span's scores first,
+        kept in scores_ptr (float32 [seqs, heads, splits, partition]), and their max; then V under
+        weights exp(score - max), which need no rescale of the accumulators: one multiply-add an
+        element, not two (the one-pass kernel is bound by its instructions, not memory)."""
+        seq, head, split, start, end = _program_span(lens_ptr, partition, HEADS_FIRST)
+        d = tl.arange(0, BLOCK_HALF)
+        d_mask = d < half
+        q_low, q_high, codes_low, codes_high, q_step, q_offset = _q_halves(
+            q_ptr + seq * stride_q_seq + head * stride_q_head, d, d_mask, half, scale, BLOCK_HALF, INT_SCORES
+        )
+        kept = scores_ptr + ((seq * num_heads + head) * num_splits + split) * partition - start
+        lane_max = tl.full([TILE], float("-inf"), tl.float32)
+        for tile_start in range(start, end, TILE):
+            valid, slot, row = _tile_at(
+                tables_ptr, seq, head, stride_table, stride_cache_block, stride_cache_tok, stride_cache_head,
+                tile_start, end, BLOCK_SIZE, TILE,
+            )  # fmt: skip
+            kv_mask = valid[:, None] & d_mask[None, :]
+            scores = _tile_scores4(
+                cache_ptr, row, d, kv_mask, valid, half, q_low, q_high, codes_low, codes_high, q_step,
+                q_offset, BLOCK_HALF, INT_SCORES, ASM,
+            )  # fmt: skip
+            k_scales = scales_ptr + slot * num_heads + head
+            scores = tl.where(valid, scores * tl.load(k_scales, mask=valid, other=0.0), float("-inf"))
+            tl.store(kept + tile_start + tl.arange(0, TILE), scores)
+            lane_max = tl.maximum(lane_max, scores)
+        top = tl.max(lane_max, 0)  # (-inf only for an empty split, whose second loop never runs)
+        tl.debug_barrier()  # the scores stored by one thread are read by another
+        lane_sum = tl.zeros([TILE], tl.float32)
+        acc_low = tl.zeros([TILE, BLOCK_HALF], tl.float32)
+        acc_high = tl.zeros([TILE, BLOCK_HALF], tl.float32)
+        for tile_start in range(start, end, TILE):
+            valid, slot, row = _tile_at(
+                tables_ptr, seq, head, stride_table, stride_cache_block, stride_cache_tok, stride_cache_head,
+                tile_start, end, BLOCK_SIZE, TILE,
+            )  # fmt: skip
+            weights = tl.exp(tl.load(kept + tile_start + tl.arange(0, TILE)) - top)  # (-inf: 0)
+            lane_sum += weights
+            v_scales = scales_ptr + stride_scales_kv + slot * num_heads + head
+            weights *= tl.load(v_scales, mask=valid, other=0.0)
+            v_low, v_high = _tile_codes4(
+                cache_ptr + stride_cache_kv, row, d, valid[:, None] & d_mask[None, :]
+            )
+            acc_low += weights[:, None] * v_low
+            acc_high += weights[:, None] * v_high
+        _store_halves(
+            out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr, seq, head, split, num_heads, num_splits,
+            stride_out_seq, stride_out_head, d, d_mask, half, top, tl.sum(lane_sum, 0), tl.sum(acc_low, 0),
+            tl.sum(acc_high, 0), ONE_SPLIT,
+        )  # fmt: skip
+
+    @triton.jit
+    def _q_halves(q_at, d, d_mask, half, scale, BLOCK_HALF: tl.constexpr, INT_SCORES: tl.constexpr):
+        """q's two halves times the softmax scale, for _tile_scores4: (first half, second half / 16
+        (_tile_codes4's second halves are 16 x their codes; exact), and with INT_SCORES their int8
+        codes (_quantized_q: codes of each half, the step, the offset); else placeholders)."""
+        low = tl.load(q_at + d, mask=d_mask, other=0.0).to(tl.float32) * scale
+        high = tl.load(q_at + half + d, mask=d_mask, other=0.0).to(tl.float32) * scale
+        if INT_SCORES:
+            codes_low, codes_high, step, offset = _quantized_q(low, high, BLOCK_HALF)
+            return low, high / 16, codes_low, codes_high, step, offset
+        else:
+            return low, high / 16, low, high, scale, 0
+
+    @triton.jit
+    def _tile_scores4(
+        cache_ptr, row, d, kv_mask, valid, half, q_low, q_high, codes_low, codes_high, step, offset,
+        BLOCK_HALF: tl.constexpr, INT_SCORES: tl.constexpr, ASM: tl.constexpr,
+    ):  # fmt: skip
+        """A tile's scores [TILE] float32 (before the K scales): its K codes against q (_q_halves)."""
+        if INT_SCORES:
+            words = tl.arange(0, BLOCK_HALF // 4)
+            words_mask = valid[:, None] & (words < half // 4)[None, :]
+            return step * _int_scores4(cache_ptr, row, words, words_mask, codes_low, codes_high, offset, ASM)
+        else:
+            k_low, k_high = _tile_codes4(cache_ptr, row, d, kv_mask)
+            return tl.sum(k_low * q_low[None, :], 1) + tl.sum(k_high * q_high[None, :], 1)
+
+    @triton.jit
+    def _store_halves(
+        out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr, seq, head, split, num_heads, num_splits,
+        stride_out_seq, stride_out_head, d, d_mask, half, running_max, running_sum, low, high,
+        ONE_SPLIT: tl.constexpr,
+    ):  # fmt: skip
+        """The output's two halves (the second accumulated 16 x: _tile_codes4), or the split's partial
+        softmax (an empty split's: max -inf, sum 0, acc 0)."""
+        high = high / 16
         if ONE_SPLIT:
             out_at = out_ptr + seq * stride_out_seq + head * stride_out_head + d
             tl.store(out_at, (low / running_sum).to(out_ptr.dtype.element_ty), mask=d_mask)
             tl.store(out_at + half, (high / running_sum).to(out_ptr.dtype.element_ty), mask=d_mask)
         else:
-            # An empty split (start >= seq_len) leaves max = -inf, sum = 0, acc = 0.
             part = (seq * num_heads + head) * num_splits + split
             tl.store(part_max_ptr + part, running_max)
             tl.store(part_sum_ptr + part, running_sum)

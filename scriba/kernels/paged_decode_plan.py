@@ -18,8 +18,9 @@ TARGET_PROGRAMS = 16 if IS_INTERPRETED else 1024
 # Whisper large's 1500-position contexts at batch 256 in tiles of 32 positions, heads first, read
 # at 2.8 TB/s from a float16 cache (8 warps) and 2.3 TB/s from an fp8 one (4 warps); sequences
 # first, 2.6 and 1.5 TB/s. num_warps None: 8, or 4 over an 8-bit cache.
-# int_scores: a 4-bit cache's scores in integers (paged_attention_4bit.py), not yet timed on a GPU.
-LAUNCH = dict(tile=32, num_warps=None, num_stages=3, heads_first=True, int_scores=False)
+# int_scores: a 4-bit cache's scores in integers (paged_attention_4bit.py); two_pass: the softmax
+# in two passes, no rescale (paged_attention_two_pass.py and the 4-bit's). Neither timed on a GPU yet.
+LAUNCH = dict(tile=32, num_warps=None, num_stages=3, heads_first=True, int_scores=False, two_pass=False)
 
 
 def plan_splits(num_seqs: int, num_heads: int, max_context: int, tile: int) -> tuple[int, int]:

@@ -10,7 +10,7 @@ from tiny_whisper import synthetic_clip
 
 from scriba import Engine, SamplingParams
 from scriba.engine.memory import run_largest_step
-from scriba.kernels import get_backend
+from scriba.kernels import get_backend, paged_decode_plan
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 BACKEND = "cuda" if DEVICE == "cuda" else "triton"
@@ -50,8 +50,11 @@ def test_bart_triton_path_matches_transformers(tiny_bart, graphs, asynchronous):
     assert token_ids(outputs) == expected
 
 
-def test_whisper_triton_path_matches_torch_path(tiny_whispers):
-    """Cross-attention over 1500 encoder positions goes through the split (flash-decoding) kernel."""
+@pytest.mark.parametrize("two_pass", [False, True], ids=["one_pass", "two_pass"])
+def test_whisper_triton_path_matches_torch_path(tiny_whispers, two_pass, monkeypatch):
+    """Cross-attention over 1500 encoder positions goes through the split (flash-decoding) kernel;
+    two_pass: LAUNCH's, its scores kept between passes in a buffer of each call's own."""
+    monkeypatch.setitem(paged_decode_plan.LAUNCH, "two_pass", two_pass)
     path, _ = tiny_whispers["multilingual"]
     prompts = [
         {"audio": (synthetic_clip(s, seed), 16000), "language": None, "timestamps": True}

@@ -112,6 +112,57 @@ def test_the_triton_decode_kernel_reads_8bit_as_the_reference(dtype, splits, hea
         paged_decode_attention_triton(q, cache, tables, lengths, 0.125)
 
 
+@pytest.mark.parametrize("dtype", [FP8, torch.int8, torch.float32], ids=str)
+@pytest.mark.parametrize("splits", [1, 4])
+def test_the_decode_in_two_passes_reads_as_one_pass(dtype, splits):
+    """LAUNCH's `two_pass` over an 8-bit or a float cache (paged_attention_two_pass.py): the span's
+    scores kept, their max, then V with no rescale: the reference's attention, and the one-pass
+    kernel's within float32's sums in another order."""
+    cache, scales, tables, lengths, _ = filled_cache(
+        torch.int8 if dtype == torch.float32 else dtype, [700, 16, 90], seed=4, device=DEVICE
+    )
+    if dtype == torch.float32:  # the same values as floats, read with no scales
+        cache, scales = dequantized(cache, scales), None
+    q = torch.randn(3, HEADS, DIM, generator=torch.Generator().manual_seed(4)).to(DEVICE)
+    one, two = (
+        paged_decode_attention_triton(
+            q, cache, tables, lengths, 0.125, num_splits=splits, kv_scales=scales, launch=dict(two_pass=on)
+        )
+        for on in (False, True)
+    )
+    torch.testing.assert_close(two, one, atol=5e-4, rtol=1e-3)
+    assert not torch.equal(two, one)  # (the two-pass kernel ran: its sums' order shows)
+    ref = paged_decode_attention_ref(q, cache, tables, lengths, 0.125, kv_scales=scales)
+    torch.testing.assert_close(two, ref, atol=5e-4, rtol=1e-3)
+
+
+@pytest.mark.parametrize("splits", [1, 4])
+@pytest.mark.parametrize("int_scores", [False, True], ids=["float_scores", "int_scores"])
+def test_the_4bit_decode_in_two_passes_reads_as_one_pass(splits, int_scores):
+    """LAUNCH's `two_pass` over a 4-bit cache: the span's scores kept, their max, then V with no
+    rescale: the one-pass kernel's attention within float32's sums in another order (contexts of
+    700, 16 and 90 positions: with 4 splits, some empty)."""
+    cache, scales, tables, lengths, _ = filled_cache(PACKED4, [700, 16, 90], seed=3, device=DEVICE)
+    q = torch.randn(3, HEADS, DIM, generator=torch.Generator().manual_seed(3)).to(DEVICE)
+    one, two = (
+        paged_decode_attention_triton(
+            q,
+            cache,
+            tables,
+            lengths,
+            0.125,
+            num_splits=splits,
+            kv_scales=scales,
+            launch=dict(int_scores=int_scores, two_pass=two_pass),
+        )  # fmt: skip
+        for two_pass in (False, True)
+    )
+    torch.testing.assert_close(two, one, atol=5e-4, rtol=1e-3)
+    assert not torch.equal(two, one)  # (the two-pass kernel ran: its sums' order shows)
+    ref = paged_decode_attention_ref(q, cache, tables, lengths, 0.125, kv_scales=scales)
+    torch.testing.assert_close(two, ref, atol=1e-2 if int_scores else 5e-4, rtol=1e-2 if int_scores else 1e-3)
+
+
 @pytest.mark.parametrize("splits", [1, 4])
 def test_the_4bit_decode_with_integer_scores_reads_as_the_reference(splits):
     """LAUNCH's `int_scores` over a 4-bit cache: q as int8 codes (a step per vector) against K's
