@@ -117,8 +117,16 @@ if HAS_TRITON:
 
     @triton.jit
     def _tile_rows(cache_ptr, row, d, kv_mask):
-        """A tile's K (or V) rows [TILE, BLOCK_D] in float32, 0 where masked."""
-        return tl.load(cache_ptr + row[:, None] + d[None, :], mask=kv_mask, other=0.0).to(tl.float32)
+        """A tile's K (or V) rows [TILE, BLOCK_D] in float32, 0 where masked. int8 codes become floats
+        with no int-to-float conversion, which a GPU runs at a quarter of the float rate (an H200:
+        int8 self-attention took 30 us a layer at batch 256 where fp8's took 15): the code + 128 in
+        the low bits of 2^23's float bits reads as 2^23 + 128 + code, exactly."""
+        at = cache_ptr + row[:, None] + d[None, :]
+        if cache_ptr.dtype.element_ty == tl.int8:
+            codes = tl.load(at, mask=kv_mask, other=0).to(tl.int32)
+            return ((codes + 128) | 0x4B000000).to(tl.float32, bitcast=True) - 8388736.0  # 2^23 + 128
+        else:
+            return tl.load(at, mask=kv_mask, other=0.0).to(tl.float32)
 
     @triton.jit
     def _program_span(lens_ptr, partition, HEADS_FIRST: tl.constexpr):
