@@ -390,14 +390,6 @@ def _reduce_splits(part_max, part_sum, part_acc, out: torch.Tensor, num_splits: 
     """Each (sequence, head)'s splits combined into `out` [seqs, heads, head_dim]."""
     num_seqs, heads, dim = out.shape
     _reduce_splits_kernel[(num_seqs, heads)](
-        part_max,
-        part_sum,
-        part_acc,
-        out,
-        dim,
-        num_splits,
-        out.stride(0),
-        out.stride(1),
-        SPLITS=next_power_of_2(num_splits),
-        BLOCK_D=block_d,
-    )
+        part_max, part_sum, part_acc, out, dim, num_splits, out.stride(0), out.stride(1),
+        SPLITS=next_power_of_2(num_splits), BLOCK_D=block_d,
+    )  # fmt: skip
