@@ -331,37 +331,14 @@ def paged_decode_attention_triton(
     if "scores_ptr" in shape:  # the two-pass kernel's scores, [seqs, heads, splits, partition]
         shape["scores_ptr"] = q.new_empty(num_seqs * heads * num_splits * partition, dtype=torch.float32)
     kernel[grid](
-        q,
-        kv_cache,
-        kv_scales if kv_scales is not None else part_max,  # (not read unless SCALED)
-        block_tables,
-        seq_lens,
-        out,
-        part_max,
-        part_sum,
-        part_acc,
-        scale,
+        q, kv_cache, kv_scales if kv_scales is not None else part_max,  # (scales not read unless SCALED)
+        block_tables, seq_lens, out, part_max, part_sum, part_acc, scale,
         width,  # head_dim, or the bytes of a 4-bit vector
-        heads,
-        partition,
-        num_splits,
-        q.stride(0),
-        q.stride(1),
-        kv_cache.stride(0),
-        kv_cache.stride(1),
-        kv_cache.stride(2),
-        kv_cache.stride(3),
-        block_tables.stride(0),
-        out.stride(0),
-        out.stride(1),
+        heads, partition, num_splits, q.stride(0), q.stride(1), *kv_cache.stride()[:4],
+        block_tables.stride(0), out.stride(0), out.stride(1),
         kv_scales.stride(0) if kv_scales is not None else 0,
-        BLOCK_SIZE=block_size,
-        TILE=tile,
-        ONE_SPLIT=one_split,
-        HEADS_FIRST=heads_first,
-        **shape,
-        **launch,
-    )
+        BLOCK_SIZE=block_size, TILE=tile, ONE_SPLIT=one_split, HEADS_FIRST=heads_first, **shape, **launch,
+    )  # fmt: skip
     if not one_split:
         _reduce_splits(part_max, part_sum, part_acc, out, num_splits, next_power_of_2(dim))
     return out
