@@ -1,0 +1,240 @@
+"""Cross-attention read through the encoder states (EngineConfig.cross_cache="states").
+
+A decoder layer's cross-attention K and V are both projections of the encoder states E
+[positions, d_model]. For head h, with W_k,h and W_v,h its [head_dim, d_model] rows of the K and V
+projections:
+
+    score_t = q_h . (W_k,h e_t) = (W_k,h^T q_h) . e_t          (K's bias adds the same to every
+    out_h = sum_t p_t (W_v,h e_t + b_v,h) = W_v,h (sum_t p_t e_t) + b_v,h      score: softmax drops it)
+
+So a step may read E, once for the scores and the values together, in place of a layer's K and V:
+half the bytes of a float cache, and one cache for every layer in place of one a layer. The query
+becomes d_model wide (`absorb_queries`); the read is then an attention with `heads` queries a
+sequence over one head d_model wide (`attend_states_*`), its result projected back per head
+(`project_context`). The price is compute: the scores and the weighted sum over d_model, not
+head_dim, per head, which the Triton kernel runs as tensor-core products.
+
+The states sit in the first decoder layer's cache, in the K half of its cross blocks ([blocks,
+block_size, heads, head_dim], a row of heads x head_dim = d_model), so blocks are allocated,
+copied and swapped as before.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from scriba.kernels.paged_attention import _reduce_splits
+from scriba.kernels.paged_decode_plan import partial_buffers, partitions
+from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
+
+MAX_CHUNKS = 5  # the kernel's accumulators: d_model up to 5 x 256 (Whisper large's 1280)
+QUERY_ROWS = 16  # a program's query rows (heads): the least a tensor-core product takes
+
+
+def absorb_queries(q: torch.Tensor, kv_weight: torch.Tensor) -> torch.Tensor:
+    """q [seqs, heads, head_dim] -> [seqs, heads, d_model]: W_k,h^T q_h (kv_weight [2 * d_model,
+    d_model], the fused K/V projection's; its first half is K's). Last dim contiguous."""
+    heads, dim = q.shape[1:]
+    w_k = kv_weight[: heads * dim].view(heads, dim, -1)
+    return torch.bmm(q.transpose(0, 1), w_k).transpose(0, 1)
+
+
+def project_context(
+    context: torch.Tensor, kv_weight: torch.Tensor, kv_bias: torch.Tensor | None
+) -> torch.Tensor:
+    """context [seqs, heads, d_model] (sum_t p_t e_t per head) -> [seqs, heads, head_dim]:
+    W_v,h context_h + b_v,h."""
+    heads, d_model = context.shape[1:]
+    w_v = kv_weight[d_model:].view(heads, -1, d_model)
+    out = torch.bmm(context.transpose(0, 1), w_v.transpose(1, 2)).transpose(0, 1)
+    return out if kv_bias is None else out + kv_bias[d_model:].view(heads, -1)
+
+
+def states_decode_attention(
+    q: torch.Tensor,  # [seqs, heads, head_dim]
+    states_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim]: E in the K half
+    kv_weight: torch.Tensor,  # [2 * d_model, d_model]
+    kv_bias: torch.Tensor | None,  # [2 * d_model]
+    block_tables: torch.Tensor,  # [seqs, max_blocks] int
+    seq_lens: torch.Tensor,  # [seqs] int, >= 1
+    scale: float,
+    attend,  # attend_states_ref or attend_states_triton
+) -> torch.Tensor:  # [seqs, heads, head_dim]
+    """Cross-attention of one query token a sequence, read through the cached encoder states."""
+    queries = absorb_queries(q, kv_weight.to(q.dtype))
+    context = attend(queries, states_cache[0], block_tables, seq_lens, scale)
+    return project_context(context, kv_weight.to(q.dtype), None if kv_bias is None else kv_bias.to(q.dtype))
+
+
+def attend_states_ref(
+    queries: torch.Tensor,  # [seqs, heads, d_model]
+    states: torch.Tensor,  # [blocks, block_size, heads, head_dim]: rows of d_model
+    block_tables: torch.Tensor,  # [seqs, max_blocks] int
+    seq_lens: torch.Tensor,  # [seqs] int
+    scale: float,
+) -> torch.Tensor:  # [seqs, heads, d_model]
+    """Each sequence's states gathered (a padded batch, masked by length), its heads' queries
+    attending over them as one head."""
+    num_seqs, block_size = queries.shape[0], states.shape[1]
+    max_blocks = int(seq_lens.max().item() + block_size - 1) // block_size
+    index = block_tables[:, :max_blocks].flatten().long()
+    e = states.index_select(0, index).reshape(num_seqs, 1, max_blocks * block_size, -1)
+    mask = torch.arange(e.shape[2], device=e.device)[None, :] < seq_lens[:, None]
+    q = queries[:, None]  # [seqs, 1, heads, d_model]
+    return F.scaled_dot_product_attention(q, e, e.to(q.dtype), attn_mask=mask[:, None, None, :], scale=scale)[:, 0]
+
+
+if HAS_TRITON:
+
+    @triton.jit
+    def _states_chunk(states_ptr, row, valid, k: tl.constexpr, CHUNK: tl.constexpr):
+        """Chunk k of a tile's states [TILE, CHUNK], 0 where not valid."""
+        c = k * CHUNK + tl.arange(0, CHUNK)
+        return tl.load(states_ptr + row[:, None] + c[None, :], mask=valid[:, None], other=0.0)
+
+    @triton.jit
+    def _accumulate(acc, rescale, weights, states_ptr, row, valid, k: tl.constexpr, CHUNK: tl.constexpr):
+        """acc [ROWS, CHUNK] rescaled, plus the weights [ROWS, TILE] times the tile's chunk k."""
+        e = _states_chunk(states_ptr, row, valid, k, CHUNK)
+        return acc * rescale[:, None] + tl.dot(weights.to(e.dtype), e)
+
+    @triton.jit
+    def _store_chunk(
+        acc, k: tl.constexpr, out_at, part_acc_at, d_model, total, row_mask, ONE_SPLIT: tl.constexpr,
+        CHUNK: tl.constexpr,
+    ):  # fmt: skip
+        """Chunk k of the output (acc / total), or of the split's partial acc."""
+        c = k * CHUNK + tl.arange(0, CHUNK)
+        if ONE_SPLIT:
+            out = acc / total[:, None]
+            tl.store(out_at + c[None, :], out.to(out_at.dtype.element_ty), mask=row_mask[:, None])
+        else:
+            tl.store(part_acc_at + c[None, :], acc, mask=row_mask[:, None])
+
+    @triton.jit
+    def _states_decode_kernel(
+        q_ptr, states_ptr, tables_ptr, lens_ptr, out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr,
+        scale, num_heads, heads_per_program, d_model, partition, num_splits, stride_q_seq,
+        stride_q_head, stride_states_block, stride_states_tok, stride_table, stride_out_seq,
+        stride_out_head, BLOCK_SIZE: tl.constexpr, TILE: tl.constexpr, ROWS: tl.constexpr,
+        CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr, ONE_SPLIT: tl.constexpr,
+    ):  # fmt: skip
+        """Program (head group, seq, split): the group's queries [ROWS, d_model] attend over the
+        sequence's states at positions [split * partition, +partition), read once a tile for the
+        scores and the weighted sum alike, both as tensor-core products in CHUNK-wide chunks. Up
+        to MAX_CHUNKS accumulators [ROWS, CHUNK], one a chunk (Triton has no arrays of them)."""
+        group, seq, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        start = split * partition
+        end = tl.minimum(start + partition, tl.load(lens_ptr + seq))
+        r = tl.arange(0, ROWS)
+        head = group * heads_per_program + r
+        row_mask = (r < heads_per_program) & (head < num_heads)
+        q_rows = q_ptr + seq * stride_q_seq + head[:, None] * stride_q_head
+        running_max = tl.full([ROWS], float("-inf"), tl.float32)
+        total = tl.zeros([ROWS], tl.float32)
+        acc0 = tl.zeros([ROWS, CHUNK], tl.float32)
+        acc1 = tl.zeros([ROWS, CHUNK], tl.float32)
+        acc2 = tl.zeros([ROWS, CHUNK], tl.float32)
+        acc3 = tl.zeros([ROWS, CHUNK], tl.float32)
+        acc4 = tl.zeros([ROWS, CHUNK], tl.float32)
+        for tile_start in range(start, end, TILE):
+            pos = tile_start + tl.arange(0, TILE)
+            valid = pos < end
+            block = tl.load(tables_ptr + seq * stride_table + pos // BLOCK_SIZE, mask=valid, other=0)
+            row = block.to(tl.int64) * stride_states_block + (pos % BLOCK_SIZE) * stride_states_tok
+            scores = tl.zeros([ROWS, TILE], tl.float32)
+            for k in tl.static_range(NUM_CHUNKS):
+                c = k * CHUNK + tl.arange(0, CHUNK)
+                q = tl.load(q_rows + c[None, :], mask=row_mask[:, None], other=0.0)
+                scores += tl.dot(q, tl.trans(_states_chunk(states_ptr, row, valid, k, CHUNK)))
+            scores = tl.where(valid[None, :], scores * scale, float("-inf"))
+            new_max = tl.maximum(running_max, tl.max(scores, 1))
+            rescale = tl.where(new_max > float("-inf"), tl.exp(running_max - new_max), 0.0)
+            weights = tl.where(valid[None, :], tl.exp(scores - new_max[:, None]), 0.0)
+            total = total * rescale + tl.sum(weights, 1)
+            running_max = new_max
+            acc0 = _accumulate(acc0, rescale, weights, states_ptr, row, valid, 0, CHUNK)
+            if NUM_CHUNKS > 1:
+                acc1 = _accumulate(acc1, rescale, weights, states_ptr, row, valid, 1, CHUNK)
+            if NUM_CHUNKS > 2:
+                acc2 = _accumulate(acc2, rescale, weights, states_ptr, row, valid, 2, CHUNK)
+            if NUM_CHUNKS > 3:
+                acc3 = _accumulate(acc3, rescale, weights, states_ptr, row, valid, 3, CHUNK)
+            if NUM_CHUNKS > 4:
+                acc4 = _accumulate(acc4, rescale, weights, states_ptr, row, valid, 4, CHUNK)
+        _store_states_output(
+            out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr, seq, head, split, num_heads, num_splits,
+            d_model, stride_out_seq, stride_out_head, row_mask, running_max, total, acc0, acc1, acc2,
+            acc3, acc4, ONE_SPLIT, CHUNK, NUM_CHUNKS,
+        )  # fmt: skip
+
+    @triton.jit
+    def _store_states_output(
+        out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr, seq, head, split, num_heads, num_splits,
+        d_model, stride_out_seq, stride_out_head, row_mask, running_max, total, acc0, acc1, acc2,
+        acc3, acc4, ONE_SPLIT: tl.constexpr, CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr,
+    ):  # fmt: skip
+        """The output rows [ROWS, d_model], or the split's partial softmax (max, sum, acc), laid
+        out as paged_attention's partials ([seqs, heads, splits] and [..., d_model])."""
+        part = (seq * num_heads + head) * num_splits + split
+        if not ONE_SPLIT:
+            tl.store(part_max_ptr + part, running_max, mask=row_mask)
+            tl.store(part_sum_ptr + part, total, mask=row_mask)
+        out_at = out_ptr + seq * stride_out_seq + head[:, None] * stride_out_head
+        part_acc_at = part_acc_ptr + part[:, None].to(tl.int64) * d_model
+        _store_chunk(acc0, 0, out_at, part_acc_at, d_model, total, row_mask, ONE_SPLIT, CHUNK)
+        if NUM_CHUNKS > 1:
+            _store_chunk(acc1, 1, out_at, part_acc_at, d_model, total, row_mask, ONE_SPLIT, CHUNK)
+        if NUM_CHUNKS > 2:
+            _store_chunk(acc2, 2, out_at, part_acc_at, d_model, total, row_mask, ONE_SPLIT, CHUNK)
+        if NUM_CHUNKS > 3:
+            _store_chunk(acc3, 3, out_at, part_acc_at, d_model, total, row_mask, ONE_SPLIT, CHUNK)
+        if NUM_CHUNKS > 4:
+            _store_chunk(acc4, 4, out_at, part_acc_at, d_model, total, row_mask, ONE_SPLIT, CHUNK)
+
+
+def chunk_of(d_model: int) -> int:
+    """The kernel's chunk: the widest power of two up to 256 dividing d_model in at most
+    MAX_CHUNKS chunks (and at least 16, a tensor-core product's least)."""
+    for chunk in (256, 128, 64, 32, 16):
+        if d_model % chunk == 0 and d_model // chunk <= MAX_CHUNKS:
+            return chunk
+    raise ValueError(f"cross_cache='states' reads d_model {d_model} in Triton only as <= {MAX_CHUNKS} "
+                     "chunks of a power of two from 16 to 256")  # fmt: skip
+
+
+def attend_states_triton(
+    queries: torch.Tensor,  # [seqs, heads, d_model], last dim contiguous
+    states: torch.Tensor,  # [blocks, block_size, heads, head_dim], each position's row contiguous
+    block_tables: torch.Tensor,  # [seqs, max_blocks] int32
+    seq_lens: torch.Tensor,  # [seqs] int32
+    scale: float,
+    num_splits: int | None = None,  # None: plan_splits
+    launch: dict | None = None,  # tile, num_warps, num_stages
+) -> torch.Tensor:  # [seqs, heads, d_model]
+    """The Triton version of `attend_states_ref` (tested against it); no host synchronisation."""
+    require_triton(queries.device)
+    num_seqs, heads, d_model = queries.shape
+    if queries.stride(-1) != 1 or states.stride(3) != 1 or states.stride(2) != states.shape[3]:
+        raise ValueError("queries must be contiguous in d_model and each state row contiguous")
+    out = torch.empty(queries.shape, dtype=queries.dtype, device=queries.device)
+    if num_seqs == 0:
+        return out
+    launch = {"tile": 32, "num_warps": 4, "num_stages": 2, **(launch or {})}
+    tile = launch.pop("tile")
+    groups = -(-heads // QUERY_ROWS)
+    per_program = -(-heads // groups)
+    block_size, chunk = states.shape[1], chunk_of(d_model)
+    partition, num_splits = partitions(num_seqs, groups, block_tables.shape[1] * block_size, tile, num_splits)
+    part_max, part_sum, part_acc = partial_buffers(queries, num_splits)
+    _states_decode_kernel[(groups, num_seqs, num_splits)](
+        queries, states, block_tables, seq_lens, out, part_max, part_sum, part_acc, scale, heads,
+        per_program, d_model, partition, num_splits, queries.stride(0), queries.stride(1),
+        states.stride(0), states.stride(1), block_tables.stride(0), out.stride(0), out.stride(1),
+        BLOCK_SIZE=block_size, TILE=tile, ROWS=max(QUERY_ROWS, next_power_of_2(per_program)),
+        CHUNK=chunk, NUM_CHUNKS=d_model // chunk, ONE_SPLIT=num_splits == 1, **launch,
+    )  # fmt: skip
+    if num_splits > 1:
+        _reduce_splits(part_max, part_sum, part_acc, out, num_splits, next_power_of_2(d_model))
+    return out

@@ -1,0 +1,98 @@
+"""Cross-attention read through the encoder states (kernels/paged_states_attention.py): the torch
+form against the cross-attention of the projected K/V it replaces, the Triton kernel against it."""
+
+import random
+
+import pytest
+import torch
+
+from scriba.kernels.paged_attention import paged_decode_attention_ref
+from scriba.kernels.paged_states_attention import (
+    attend_states_ref,
+    attend_states_triton,
+    chunk_of,
+    states_decode_attention,
+)
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+BLOCK_SIZE = 16
+
+
+def states_batch(lengths, heads, head_dim, seed, dtype=torch.float32):
+    """A cache whose K half holds encoder states [positions, heads * head_dim] in shuffled blocks
+    (NaN in every slot no sequence owns). Returns (cache, tables, lens, states per sequence)."""
+    rng, gen = random.Random(seed), torch.Generator().manual_seed(seed)
+    need = [-(-n // BLOCK_SIZE) for n in lengths]
+    physical = list(range(sum(need) + 5))
+    rng.shuffle(physical)
+    cache = torch.full((2, len(physical), BLOCK_SIZE, heads, head_dim), float("nan"))
+    tables, per_seq = [], []
+    for n, count in zip(lengths, need):
+        table, physical = physical[:count], physical[count:]
+        states = torch.randn(n, heads, head_dim, generator=gen)
+        for pos in range(n):
+            cache[0, table[pos // BLOCK_SIZE], pos % BLOCK_SIZE] = states[pos]
+        tables.append(table + [physical[0]] * (max(need) + 1 - count))  # padded past the longest
+        per_seq.append(states.flatten(1).to(dtype))
+    to = dict(device=DEVICE, dtype=dtype)
+    tables = torch.tensor(tables, dtype=torch.int32, device=DEVICE)
+    return cache.to(**to), tables, torch.tensor(lengths, dtype=torch.int32, device=DEVICE), per_seq
+
+
+def test_states_attention_is_the_projected_cross_attention():
+    """q over the states, through W_k and W_v, = q over K = E W_k^T + b_k and V = E W_v^T + b_v:
+    K's bias drops out of the softmax, V's is added after."""
+    heads, head_dim, lengths = 3, 8, [1, 17, 40, 33]
+    cache, tables, lens, per_seq = states_batch(lengths, heads, head_dim, seed=1, dtype=torch.float64)
+    d_model = heads * head_dim
+    gen = torch.Generator().manual_seed(2)
+    weight = torch.randn(2 * d_model, d_model, generator=gen, dtype=torch.float64) / d_model**0.5
+    bias = torch.randn(2 * d_model, generator=gen, dtype=torch.float64)
+    q = torch.randn(len(lengths), heads, head_dim, generator=gen, dtype=torch.float64)
+    projected = torch.zeros_like(cache)  # each layer's K/V cache, as cross_cache="projected" holds it
+    for table, states in zip(tables.tolist(), per_seq):
+        k, v = (states @ weight.T + bias).chunk(2, dim=-1)
+        for pos in range(states.shape[0]):
+            at = table[pos // BLOCK_SIZE], pos % BLOCK_SIZE
+            projected[0][at], projected[1][at] = k[pos].view(heads, -1), v[pos].view(heads, -1)
+    expected = paged_decode_attention_ref(q, projected, tables, lens, head_dim**-0.5)
+    got = states_decode_attention(
+        q, cache.nan_to_num(0), weight, bias, tables, lens, head_dim**-0.5, attend_states_ref
+    )
+    torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-10)
+    no_bias = states_decode_attention(
+        q, cache.nan_to_num(0), weight, None, tables, lens, head_dim**-0.5, attend_states_ref
+    )
+    torch.testing.assert_close(got - no_bias, bias[d_model:].view(heads, -1).expand_as(got))
+
+
+# (heads, head_dim): one chunk and one head group; five chunks (d_model 320 = 5 x 64) and two
+# groups of 10 heads (20 heads: Whisper large's); three chunks of 128 (tiny's d_model 384)
+SHAPES = [(4, 16), (20, 16), (6, 64)]
+
+
+@pytest.mark.parametrize("heads, head_dim", SHAPES, ids=str)
+def test_triton_matches_the_reference(heads, head_dim):
+    lengths = [1, 15, 16, 17, 100, 37]
+    cache, tables, lens, _ = states_batch(lengths, heads, head_dim, seed=heads)
+    gen = torch.Generator().manual_seed(heads)
+    queries = torch.randn(len(lengths), heads, heads * head_dim, generator=gen).to(DEVICE) / head_dim
+    expected = attend_states_ref(queries, cache[0].nan_to_num(0), tables, lens, head_dim**-0.5)
+    for num_splits in (None, 1, 3):  # planned, one pass, several (some empty for short sequences)
+        got = attend_states_triton(queries, cache[0], tables, lens, head_dim**-0.5, num_splits=num_splits)
+        torch.testing.assert_close(got, expected, rtol=2e-5, atol=2e-5)
+
+
+def test_triton_reads_half_precision_states():
+    heads, head_dim, lengths = 4, 16, [9, 70]
+    cache, tables, lens, _ = states_batch(lengths, heads, head_dim, seed=5, dtype=torch.float16)
+    queries = torch.randn(len(lengths), heads, heads * head_dim).to(DEVICE, torch.float16) / head_dim
+    expected = attend_states_ref(queries.float(), cache[0].nan_to_num(0).float(), tables, lens, 0.25)
+    got = attend_states_triton(queries, cache[0], tables, lens, 0.25, num_splits=2)
+    torch.testing.assert_close(got.float(), expected, rtol=3e-3, atol=3e-3)
+
+
+def test_chunks_cover_d_model_or_say_why_not():
+    assert [chunk_of(d) for d in (64, 320, 384, 512, 768, 1024, 1280)] == [64, 64, 128, 256, 256, 256, 256]
+    with pytest.raises(ValueError, match="d_model 1536"):
+        chunk_of(1536)
