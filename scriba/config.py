@@ -13,6 +13,7 @@ _ENCODER_RUNTIMES = ("torch", "openvino")
 _ENCODER_QUANTIZATIONS = ("fp8",)  # as scriba.models.fp8_linear.ENCODER_QUANTIZATIONS
 _ENCODER_PADDINGS = ("computed", "cached")
 _DECODER_RUNTIMES = ("auto", "torch", "numba")
+_CROSS_CACHES = ("projected", "states")
 
 
 @dataclass
@@ -94,6 +95,12 @@ class EngineConfig:
     # (models/decoder_step.py; CPU, quantization="int8", a pre-norm decoder, a float32, float16,
     # bfloat16 or int8 cache); "torch": the modules. "auto": "numba" where it runs, else "torch".
     decoder_runtime: str = "auto"
+    # What the cross-attention cache holds. "projected": each decoder layer's K and V of the encoder
+    # states. "states": the states themselves, once for every layer; a decode step reads them once
+    # for K and V together through the layer's projections (kernels/paged_states_attention.py):
+    # half the bytes of a float cache a step, a cache a layer smaller, the same function (K's bias
+    # drops out of the softmax). Float caches, torch-run encoders and decoders only.
+    cross_cache: str = "projected"
 
     def __post_init__(self) -> None:
         if self.dtype not in _DTYPES:
@@ -142,6 +149,7 @@ class EngineConfig:
             )
         if self.decoder_runtime == "numba" and on_gpu:
             raise ValueError("decoder_runtime='numba' runs on the CPU only")
+        self._check_cross_cache()
         if self.max_num_seqs is None:
             self.max_num_seqs = 256 if on_gpu else 64
         if self.async_scheduling is None:
@@ -198,6 +206,27 @@ class EngineConfig:
             )
         if quantization is not None and self.encoder_runtime != "torch":
             raise ValueError(f"encoder_quantization={quantization!r} needs encoder_runtime='torch'")
+
+    def _check_cross_cache(self) -> None:
+        if self.cross_cache not in _CROSS_CACHES:
+            raise ValueError(f"cross_cache must be one of {_CROSS_CACHES}, got {self.cross_cache!r}")
+        if self.cross_cache == "projected":
+            return
+        clash = [
+            f"{name}={value!r}"
+            for name, value, fits in (
+                ("kv_cache_dtype", self.kv_cache_dtype, self.kv_cache_dtype not in ("fp8", "int8", "int4")),
+                ("quantization", self.quantization, self.quantization is None),
+                ("encoder_runtime", self.encoder_runtime, self.encoder_runtime == "torch"),
+                ("decoder_runtime", self.decoder_runtime, self.decoder_runtime != "numba"),
+            )
+            if not fits
+        ]
+        if clash:
+            raise ValueError(
+                f"cross_cache='states' reads a float cache through the torch-run decoder's float "
+                f"projections; it cannot run with {', '.join(clash)}"
+            )
 
     @property
     def torch_dtype(self):

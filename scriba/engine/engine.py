@@ -80,6 +80,7 @@ class Engine:
             config.torch_kv_cache_dtype,
             config.decoder_runtime,
             config.encoder_stream,
+            config.cross_cache,
         )
         self._build_kv_cache()
         self.scheduler = Scheduler(config, self.block_manager)

@@ -108,12 +108,10 @@ class ModelRunner:
         kv_cache_dtype: torch.dtype | None = None,  # None: dtype
         decoder_runtime: str = "torch",  # EngineConfig.decoder_runtime
         encoder_stream: bool = False,  # EngineConfig.encoder_stream
+        cross_cache: str = "projected",  # EngineConfig.cross_cache
     ):
-        self.model = model
-        self.device = torch.device(device)
-        self.block_size = block_size
-        self.dtype = dtype
-        self.kv_cache_dtype = kv_cache_dtype or dtype
+        self.model, self.device, self.block_size, self.dtype = model, torch.device(device), block_size, dtype
+        self.kv_cache_dtype, self.cross_cache = kv_cache_dtype or dtype, cross_cache
         self.backend = get_backend(backend, self.device, dtype, self.kv_cache_dtype)
         self.kv_caches: list[torch.Tensor] = []
         self.cpu_caches: list[torch.Tensor] = []
@@ -132,7 +130,7 @@ class ModelRunner:
         """The numba decode step where `runtime` asks for it ("numba") or allows it ("auto")."""
         if runtime == "torch":
             return None
-        why = unsupported(self.model, self.kv_cache_dtype)
+        why = unsupported(self.model, self.kv_cache_dtype, self.cross_cache)
         if self.device.type != "cpu" or self.backend.name != "numba":
             why = "it runs on the CPU with the numba attention backend"
         if why is None:
@@ -167,6 +165,7 @@ class ModelRunner:
             for op in ops:  # self- and cross-attention of a layer share its cache (int4: two views)
                 cross = op.attn_type is AttentionType.CROSS
                 op.kv_cache, op.kv_scales = view_for(cache, self.kv_cache_dtype, cross), layer_scales
+        self.model.bind_encoder_states(caches[0] if self.cross_cache == "states" and caches else None)
 
     def allocate_kv_caches(self, num_device_blocks: int, num_cpu_blocks: int) -> None:
         self.kv_caches = self.new_kv_caches(num_device_blocks, self.device)

@@ -17,6 +17,11 @@ import torch
 from scriba.kernels.kv8 import PACKED4, is_quantized, write_kv_cache_8bit_ref
 from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
+from scriba.kernels.paged_states_attention import (
+    attend_states_ref,
+    attend_states_triton,
+    states_decode_attention,
+)
 from scriba.kernels.triton_support import HAS_TRITON, require_triton
 from scriba.kernels.varlen_attention import (
     equal_length_attention,
@@ -50,6 +55,12 @@ class TorchBackend:
     @staticmethod
     def load_kernels(kv_cache, kv_scales=None) -> None:
         """Load the compiled kernels that read this cache ahead of the first step (none here)."""
+
+    @staticmethod
+    def states_decode_attention(q, states_cache, kv_weight, kv_bias, block_tables, seq_lens, scale):
+        """Cross-attention read through the cached encoder states (cross_cache="states")."""
+        through = (block_tables, seq_lens, scale, attend_states_ref)
+        return states_decode_attention(q, states_cache, kv_weight, kv_bias, *through)
 
     @staticmethod
     def write_kv_cache(k, v, kv_cache, slot_mapping, scales=None):
@@ -102,6 +113,11 @@ class TritonBackend(TorchBackend):
     def paged_decode_attention(q, kv_cache, block_tables, seq_lens, scale, reads=None, kv_scales=None):
         """The kernel reads any table layout itself: the torch path's `reads` are not needed."""
         return paged_decode_attention_triton(q, kv_cache, block_tables, seq_lens, scale, kv_scales=kv_scales)
+
+    @staticmethod
+    def states_decode_attention(q, states_cache, kv_weight, kv_bias, block_tables, seq_lens, scale):
+        through = (block_tables, seq_lens, scale, attend_states_triton)
+        return states_decode_attention(q, states_cache, kv_weight, kv_bias, *through)
 
 
 class CudaBackend(TritonBackend):

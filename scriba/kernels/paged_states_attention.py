@@ -82,7 +82,9 @@ def attend_states_ref(
     e = states.index_select(0, index).reshape(num_seqs, 1, max_blocks * block_size, -1)
     mask = torch.arange(e.shape[2], device=e.device)[None, :] < seq_lens[:, None]
     q = queries[:, None]  # [seqs, 1, heads, d_model]
-    return F.scaled_dot_product_attention(q, e, e.to(q.dtype), attn_mask=mask[:, None, None, :], scale=scale)[:, 0]
+    return F.scaled_dot_product_attention(q, e, e.to(q.dtype), attn_mask=mask[:, None, None, :], scale=scale)[
+        :, 0
+    ]
 
 
 if HAS_TRITON:
