@@ -79,12 +79,10 @@ def attend_states_ref(
     num_seqs, block_size = queries.shape[0], states.shape[1]
     max_blocks = int(seq_lens.max().item() + block_size - 1) // block_size
     index = block_tables[:, :max_blocks].flatten().long()
-    e = states.index_select(0, index).reshape(num_seqs, 1, max_blocks * block_size, -1)
+    e = states.index_select(0, index).reshape(num_seqs, 1, max_blocks * block_size, -1).to(queries.dtype)
     mask = torch.arange(e.shape[2], device=e.device)[None, :] < seq_lens[:, None]
-    q = queries[:, None]  # [seqs, 1, heads, d_model]
-    return F.scaled_dot_product_attention(q, e, e.to(q.dtype), attn_mask=mask[:, None, None, :], scale=scale)[
-        :, 0
-    ]
+    mask = mask[:, None, None, :]
+    return F.scaled_dot_product_attention(queries[:, None], e, e, attn_mask=mask, scale=scale)[:, 0]
 
 
 if HAS_TRITON:
