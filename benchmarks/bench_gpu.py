@@ -41,7 +41,7 @@ from transformers import (
 
 from scriba import Engine, SamplingParams
 from scriba.kernels import backend as backends
-from scriba.kernels import paged_decode_plan
+from scriba.kernels import paged_decode_plan, paged_states_attention
 from scriba.kernels.varlen_attention import varlen_attention_flash, varlen_attention_ref
 
 SHAPES = {
@@ -153,16 +153,20 @@ def decoder_bytes(model) -> int:
     return size
 
 
-def kv_bytes_per_step(model, encoder_lens: list[int], decoder_len: int, dtype, kv_cache_dtype="auto"):
+def kv_bytes_per_step(
+    model, encoder_lens: list[int], decoder_len: int, dtype, kv_cache_dtype="auto", states=False
+):
     """K and V read by one decode step: every layer's self (decoder_len) and cross (encoder) rows.
     An 8-bit cache reads one byte per element and a float32 scale per cached head vector; "int4"
-    half a byte per cross element (its self K/V are int8)."""
+    half a byte per cross element (its self K/V are int8). `states` (cross_cache="states"): each
+    layer reads the encoder states, one d_model row a position, in place of its K and V rows."""
     c = model.config
     if kv_cache_dtype in ("fp8", "int8", "int4"):
         scale = 4 / (c.d_model // c.decoder_attention_heads)
         self_element, cross_element = 1 + scale, (0.5 if kv_cache_dtype == "int4" else 1) + scale
     else:
         self_element = cross_element = torch.empty((), dtype=dtype).element_size()
+    cross_element /= 2 if states else 1
     per_row = c.decoder_layers * 2 * c.d_model
     return int(per_row * sum(n * cross_element + decoder_len * self_element for n in encoder_lens))
 
@@ -346,7 +350,9 @@ VARIANTS = {
 # "+encoder-stream" EngineConfig.encoder_stream (the encoder on its own CUDA stream, beside decode);
 # "+decode-priority" the engine's steps on a high-priority stream (its kernels start first as SMs free
 # up while the encoder's are also waiting; bench_overlap_gpu.py's priority case, in the engine);
-# "+fp8-encoder" EngineConfig.encoder_quantization="fp8" (the encoder's products on fp8 tensor cores).
+# "+fp8-encoder" EngineConfig.encoder_quantization="fp8" (the encoder's products on fp8 tensor cores);
+# "+states" EngineConfig.cross_cache="states" (the encoder states cached once, read through each layer's
+# K/V projection: kernels/paged_states_attention.py, its launch from --states-launch where given).
 SUFFIXES = (
     "+launch",
     "-eager-encoder",
@@ -354,6 +360,7 @@ SUFFIXES = (
     "+encoder-stream",
     "+decode-priority",
     "+fp8-encoder",
+    "+states",
 )
 
 
@@ -388,6 +395,7 @@ def run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype, label=""
         kv_cache_dtype=kv_cache_dtype,
         encoder_stream=encoder_stream,
         encoder_quantization="fp8" if "+fp8-encoder" in label else None,
+        cross_cache="states" if "+states" in label else "projected",
     )
     if "-eager-encoder" in label:
         engine.runner.model.encoder_graphs = None
@@ -440,7 +448,8 @@ def report_variants(name, args, results, hf_result, floor_of, audio_seconds=None
         hf = None
         if hf_result:
             hf = (*hf_result[:2], sum(a == b for a, b in zip(tokens, hf_result[2])))
-        report(title, args.batch, args.new_tokens, scriba, hf, floor_of(kv_cache_dtype), audio_seconds)
+        floor = floor_of(kv_cache_dtype, "+states" in label)
+        report(title, args.batch, args.new_tokens, scriba, hf, floor, audio_seconds)
         if label != first_label:
             same = sum(a == b for a, b in zip(tokens, first_tokens))
             log(f"greedy tokens identical to ({first_label}): {same}/{args.batch} sequences")
@@ -475,8 +484,8 @@ def bench_whisper(args, folder, bandwidth) -> None:
     encoder_lens, decoder_len = [1500] * args.batch, len(WHISPER_PROMPT) + args.new_tokens // 2
     weights = decoder_bytes(hf)
 
-    def floor_of(kv) -> float:
-        return (weights + kv_bytes_per_step(hf, encoder_lens, decoder_len, dtype, kv)) / bandwidth
+    def floor_of(kv, states=False) -> float:
+        return (weights + kv_bytes_per_step(hf, encoder_lens, decoder_len, dtype, kv, states)) / bandwidth
 
     name = "whisper-large-v3 shape" if not args.tiny else "tiny Whisper"
     report_variants(name, args, results, hf_result, floor_of, 30.0 * args.batch)
@@ -506,8 +515,8 @@ def bench_bart(args, folder, bandwidth) -> None:
         hf_result = (h_wall, h_step, h_out[:, 2:].tolist())
     weights, decoder_len = decoder_bytes(hf), 2 + args.new_tokens // 2
 
-    def floor_of(kv) -> float:
-        return (weights + kv_bytes_per_step(hf, lengths, decoder_len, dtype, kv)) / bandwidth
+    def floor_of(kv, states=False) -> float:
+        return (weights + kv_bytes_per_step(hf, lengths, decoder_len, dtype, kv, states)) / bandwidth
 
     report_variants("bart-large shape" if not args.tiny else "tiny BART", args, results, hf_result, floor_of)
     hf = run = None  # frees the weights (the closures above read hf)
@@ -564,6 +573,11 @@ def main(argv=None) -> None:
         ' \'{"lanes": true, "tile": 64}\' (benchmarks/tune_paged_decode.py --best-out)',
     )
     parser.add_argument(
+        "--states-launch",
+        help="the states kernel's settings over its LAUNCH's (cross_cache='states'): a JSON object or a"
+        " file holding one (benchmarks/tune_states_decode.py --best-out)",
+    )
+    parser.add_argument(
         "--skip-transformers", action="store_true", help="Scriba only (its cache does not fit at batch 256)"
     )
     args = parser.parse_args(argv)
@@ -571,6 +585,11 @@ def main(argv=None) -> None:
     if args.decode_launch:
         text = args.decode_launch
         args.decode_launch = json.loads(text if text.lstrip().startswith("{") else open(text).read())
+    if args.states_launch:
+        text = args.states_launch
+        paged_states_attention.LAUNCH.update(
+            json.loads(text if text.lstrip().startswith("{") else open(text).read())
+        )
     global OUT_PATH
     OUT_PATH = args.out
     if args.out:

@@ -29,7 +29,10 @@ from scriba.kernels.paged_decode_plan import partial_buffers, partitions
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
 
 MAX_CHUNKS = 5  # the kernel's accumulators: d_model up to 5 x 256 (Whisper large's 1280)
-QUERY_ROWS = 16  # a program's query rows (heads): the least a tensor-core product takes
+# How the Triton kernel is launched; not yet timed on a GPU (benchmarks/tune_states_decode.py).
+# rows: a program's query rows, heads padded up (16, the least a tensor-core product takes, splits
+# Whisper large's 20 heads into two programs of 10 that read the same states; 32: one program).
+LAUNCH = dict(tile=32, rows=16, num_warps=4, num_stages=2)
 
 
 def absorb_queries(q: torch.Tensor, kv_weight: torch.Tensor) -> torch.Tensor:
@@ -94,10 +97,13 @@ if HAS_TRITON:
         return tl.load(states_ptr + row[:, None] + c[None, :], mask=valid[:, None], other=0.0)
 
     @triton.jit
-    def _accumulate(acc, rescale, weights, states_ptr, row, valid, k: tl.constexpr, CHUNK: tl.constexpr):
+    def _accumulate(
+        acc, rescale, weights, states_ptr, row, valid, k: tl.constexpr, CHUNK: tl.constexpr,
+        PRECISION: tl.constexpr,
+    ):  # fmt: skip
         """acc [ROWS, CHUNK] rescaled, plus the weights [ROWS, TILE] times the tile's chunk k."""
         e = _states_chunk(states_ptr, row, valid, k, CHUNK)
-        return acc * rescale[:, None] + tl.dot(weights.to(e.dtype), e)
+        return acc * rescale[:, None] + tl.dot(weights.to(e.dtype), e, input_precision=PRECISION)
 
     @triton.jit
     def _store_chunk(
@@ -118,12 +124,13 @@ if HAS_TRITON:
         scale, num_heads, heads_per_program, d_model, partition, num_splits, stride_q_seq,
         stride_q_head, stride_states_block, stride_states_tok, stride_table, stride_out_seq,
         stride_out_head, BLOCK_SIZE: tl.constexpr, TILE: tl.constexpr, ROWS: tl.constexpr,
-        CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr, ONE_SPLIT: tl.constexpr,
+        CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr, ONE_SPLIT: tl.constexpr, PRECISION: tl.constexpr,
     ):  # fmt: skip
         """Program (head group, seq, split): the group's queries [ROWS, d_model] attend over the
         sequence's states at positions [split * partition, +partition), read once a tile for the
         scores and the weighted sum alike, both as tensor-core products in CHUNK-wide chunks. Up
-        to MAX_CHUNKS accumulators [ROWS, CHUNK], one a chunk (Triton has no arrays of them)."""
+        to MAX_CHUNKS accumulators [ROWS, CHUNK], one a chunk (Triton has no arrays of them).
+        PRECISION: float32 products in full ("ieee"), not a GPU's default tf32."""
         group, seq, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         start = split * partition
         end = tl.minimum(start + partition, tl.load(lens_ptr + seq))
@@ -147,22 +154,23 @@ if HAS_TRITON:
             for k in tl.static_range(NUM_CHUNKS):
                 c = k * CHUNK + tl.arange(0, CHUNK)
                 q = tl.load(q_rows + c[None, :], mask=row_mask[:, None], other=0.0)
-                scores += tl.dot(q, tl.trans(_states_chunk(states_ptr, row, valid, k, CHUNK)))
+                e = _states_chunk(states_ptr, row, valid, k, CHUNK)
+                scores += tl.dot(q, tl.trans(e), input_precision=PRECISION)
             scores = tl.where(valid[None, :], scores * scale, float("-inf"))
             new_max = tl.maximum(running_max, tl.max(scores, 1))
             rescale = tl.where(new_max > float("-inf"), tl.exp(running_max - new_max), 0.0)
             weights = tl.where(valid[None, :], tl.exp(scores - new_max[:, None]), 0.0)
             total = total * rescale + tl.sum(weights, 1)
             running_max = new_max
-            acc0 = _accumulate(acc0, rescale, weights, states_ptr, row, valid, 0, CHUNK)
+            acc0 = _accumulate(acc0, rescale, weights, states_ptr, row, valid, 0, CHUNK, PRECISION)
             if NUM_CHUNKS > 1:
-                acc1 = _accumulate(acc1, rescale, weights, states_ptr, row, valid, 1, CHUNK)
+                acc1 = _accumulate(acc1, rescale, weights, states_ptr, row, valid, 1, CHUNK, PRECISION)
             if NUM_CHUNKS > 2:
-                acc2 = _accumulate(acc2, rescale, weights, states_ptr, row, valid, 2, CHUNK)
+                acc2 = _accumulate(acc2, rescale, weights, states_ptr, row, valid, 2, CHUNK, PRECISION)
             if NUM_CHUNKS > 3:
-                acc3 = _accumulate(acc3, rescale, weights, states_ptr, row, valid, 3, CHUNK)
+                acc3 = _accumulate(acc3, rescale, weights, states_ptr, row, valid, 3, CHUNK, PRECISION)
             if NUM_CHUNKS > 4:
-                acc4 = _accumulate(acc4, rescale, weights, states_ptr, row, valid, 4, CHUNK)
+                acc4 = _accumulate(acc4, rescale, weights, states_ptr, row, valid, 4, CHUNK, PRECISION)
         _store_states_output(
             out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr, seq, head, split, num_heads, num_splits,
             d_model, stride_out_seq, stride_out_head, row_mask, running_max, total, acc0, acc1, acc2,
@@ -211,7 +219,7 @@ def attend_states_triton(
     seq_lens: torch.Tensor,  # [seqs] int32
     scale: float,
     num_splits: int | None = None,  # None: plan_splits
-    launch: dict | None = None,  # tile, num_warps, num_stages
+    launch: dict | None = None,  # LAUNCH's overrides
 ) -> torch.Tensor:  # [seqs, heads, d_model]
     """The Triton version of `attend_states_ref` (tested against it); no host synchronisation."""
     require_triton(queries.device)
@@ -221,9 +229,9 @@ def attend_states_triton(
     out = torch.empty(queries.shape, dtype=queries.dtype, device=queries.device)
     if num_seqs == 0:
         return out
-    launch = {"tile": 32, "num_warps": 4, "num_stages": 2, **(launch or {})}
-    tile = launch.pop("tile")
-    groups = -(-heads // QUERY_ROWS)
+    launch = {**LAUNCH, **(launch or {})}
+    tile, rows = launch.pop("tile"), launch.pop("rows")
+    groups = -(-heads // rows)
     per_program = -(-heads // groups)
     block_size, chunk = states.shape[1], chunk_of(d_model)
     partition, num_splits = partitions(num_seqs, groups, block_tables.shape[1] * block_size, tile, num_splits)
@@ -232,8 +240,9 @@ def attend_states_triton(
         queries, states, block_tables, seq_lens, out, part_max, part_sum, part_acc, scale, heads,
         per_program, d_model, partition, num_splits, queries.stride(0), queries.stride(1),
         states.stride(0), states.stride(1), block_tables.stride(0), out.stride(0), out.stride(1),
-        BLOCK_SIZE=block_size, TILE=tile, ROWS=max(QUERY_ROWS, next_power_of_2(per_program)),
-        CHUNK=chunk, NUM_CHUNKS=d_model // chunk, ONE_SPLIT=num_splits == 1, **launch,
+        BLOCK_SIZE=block_size, TILE=tile, ROWS=max(16, next_power_of_2(per_program)),
+        CHUNK=chunk, NUM_CHUNKS=d_model // chunk, ONE_SPLIT=num_splits == 1,
+        PRECISION="ieee" if queries.dtype == torch.float32 else "tf32", **launch,
     )  # fmt: skip
     if num_splits > 1:
         _reduce_splits(part_max, part_sum, part_acc, out, num_splits, next_power_of_2(d_model))

@@ -23,7 +23,7 @@ def test_variants_run_on_the_same_weights_and_compare_tokens(tmp_path):
     bench_gpu.LINES.clear()
     argv = ["--tiny", "--device", "cpu", "--batch", "3", "--new-tokens", "5", "--models", "whisper"]
     dense = bench_gpu.backends.CudaBackend.encoder_attention
-    variants = "async,sync-packed-encoder,fp8+fp8-encoder,async+encoder-stream+decode-priority"
+    variants = "async,sync-packed-encoder,fp8+fp8-encoder,async+encoder-stream+decode-priority,async+states"
     bench_gpu.main([*argv, "--skip-transformers", "--profile", "--variants", variants, "--out", str(out)])
     report = out.read_text()
     assert "## tiny Whisper (async)" in report and "## tiny Whisper (fp8+fp8-encoder)" in report
@@ -32,11 +32,17 @@ def test_variants_run_on_the_same_weights_and_compare_tokens(tmp_path):
         and "## tiny Whisper (async+encoder-stream+decode-priority)" in report
     )
     assert bench_gpu.backends.CudaBackend.encoder_attention == dense  # the variant's patch undone
-    # scheduling changes no token; tiny random weights keep fp8's argmax too
-    assert report.count("greedy tokens identical to (async): 3/3 sequences") == 3
-    assert report.count("Scriba's steps (host time of each step() call): 1 admitting steps") == 3
+    # scheduling changes no token; tiny random weights keep fp8's argmax too, and the states' read
+    assert report.count("greedy tokens identical to (async): 3/3 sequences") == 4
+    assert report.count("Scriba's steps (host time of each step() call): 1 admitting steps") == 4
+    floors = [
+        float(line.split("floor ")[1].split(" ms")[0])
+        for line in report.splitlines()
+        if "x the floor" in line
+    ]
+    assert floors[4] < floors[0]  # the states: half the cross bytes of the float cache
     # the encoder apart: a step encodes, the next runs the prompts (on the CPU, right after)
     assert report.count("Scriba's steps (host time of each step() call): 2 admitting steps") == 1
     # exposed host time from unprofiled steps, the profiled figure beside it
-    assert report.count("exposed host time per decode step (unprofiled step less profiled device time)") == 4
-    assert report.count("the 20 steps before, unprofiled:") == 4
+    assert report.count("exposed host time per decode step (unprofiled step less profiled device time)") == 5
+    assert report.count("the 20 steps before, unprofiled:") == 5
