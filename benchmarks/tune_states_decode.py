@@ -3,7 +3,7 @@ kernels/paged_states_attention.py) against the paged decode of each layer's proj
 GPU: Whisper large's shape (1500 positions, 20 heads of 64, d_model 1280), float16, batch 64 and
 256. Times one layer's read (the states kernel alone, and with the query's absorption and the
 context's projection), its bytes per second, the error against the torch form, over LAUNCH's
-grid (tile, rows, warps, stages); `--best-out` writes the fastest launch at batch 256.
+grid (tile, rows, hoist_q, warps, stages); `--best-out` writes the fastest launch at batch 256.
 
     python benchmarks/tune_states_decode.py [--best-out best.json]   # on a GPU
 """
@@ -27,7 +27,7 @@ from scriba.kernels.paged_states_attention import (
 
 HEADS, HEAD_DIM, LENGTH, BLOCK = 20, 64, 1500, 16
 D_MODEL = HEADS * HEAD_DIM
-GRID = dict(tile=(16, 32, 64), rows=(16, 32), num_warps=(4, 8), num_stages=(1, 2, 3))
+GRID = dict(tile=(16, 32), rows=(16, 32), hoist_q=(False, True), num_warps=(4, 8), num_stages=(2, 3))
 
 
 def case(seqs: int):

@@ -32,7 +32,8 @@ MAX_CHUNKS = 5  # the kernel's accumulators: d_model up to 5 x 256 (Whisper larg
 # How the Triton kernel is launched; not yet timed on a GPU (benchmarks/tune_states_decode.py).
 # rows: a program's query rows, heads padded up (16, the least a tensor-core product takes, splits
 # Whisper large's 20 heads into two programs of 10 that read the same states; 32: one program).
-LAUNCH = dict(tile=32, rows=16, num_warps=4, num_stages=2)
+# hoist_q: q's chunks held in registers across the loop (HOIST_Q).
+LAUNCH = dict(tile=32, rows=16, hoist_q=False, num_warps=4, num_stages=2)
 
 
 def absorb_queries(q: torch.Tensor, kv_weight: torch.Tensor) -> torch.Tensor:
@@ -97,6 +98,49 @@ if HAS_TRITON:
         return tl.load(states_ptr + row[:, None] + c[None, :], mask=valid[:, None], other=0.0)
 
     @triton.jit
+    def _q_chunk(q_rows, row_mask, k: tl.constexpr, CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr):
+        """Chunk k of the program's queries [ROWS, CHUNK]; zeros, with no read, past d_model."""
+        c = k * CHUNK + tl.arange(0, CHUNK)
+        return tl.load(
+            q_rows + c[None, :], mask=row_mask[:, None] & (c[None, :] < NUM_CHUNKS * CHUNK), other=0.0
+        )
+
+    @triton.jit
+    def _tile_scores(
+        q0, q1, q2, q3, q4, q_rows, row_mask, states_ptr, row, valid, ROWS: tl.constexpr,
+        TILE: tl.constexpr, CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr, PRECISION: tl.constexpr,
+        HOIST_Q: tl.constexpr,
+    ):  # fmt: skip
+        """The queries' scores [ROWS, TILE] over a tile's states, chunk by chunk: q's chunks the
+        hoisted q0..q4 (HOIST_Q), else read here."""
+        scores = tl.zeros([ROWS, TILE], tl.float32)
+        for k in tl.static_range(NUM_CHUNKS):
+            if not HOIST_Q:
+                q = _q_chunk(q_rows, row_mask, k, CHUNK, NUM_CHUNKS)
+            elif k == 0:
+                q = q0
+            elif k == 1:
+                q = q1
+            elif k == 2:
+                q = q2
+            elif k == 3:
+                q = q3
+            else:
+                q = q4
+            e = _states_chunk(states_ptr, row, valid, k, CHUNK)
+            scores += tl.dot(q, tl.trans(e), input_precision=PRECISION)
+        return tl.where(valid[None, :], scores, float("-inf"))
+
+    @triton.jit
+    def _row_update(scores, valid, running_max, total):
+        """One tile of each query row's online softmax: (new max, rescale of the accumulators,
+        weights [ROWS, TILE], new sum). A tile always has a valid position, so the max is finite."""
+        new_max = tl.maximum(running_max, tl.max(scores, 1))
+        rescale = tl.where(new_max > float("-inf"), tl.exp(running_max - new_max), 0.0)
+        weights = tl.where(valid[None, :], tl.exp(scores - new_max[:, None]), 0.0)
+        return new_max, rescale, weights, total * rescale + tl.sum(weights, 1)
+
+    @triton.jit
     def _accumulate(
         acc, rescale, weights, states_ptr, row, valid, k: tl.constexpr, CHUNK: tl.constexpr,
         PRECISION: tl.constexpr,
@@ -125,12 +169,14 @@ if HAS_TRITON:
         stride_q_head, stride_states_block, stride_states_tok, stride_table, stride_out_seq,
         stride_out_head, BLOCK_SIZE: tl.constexpr, TILE: tl.constexpr, ROWS: tl.constexpr,
         CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr, ONE_SPLIT: tl.constexpr, PRECISION: tl.constexpr,
+        HOIST_Q: tl.constexpr,
     ):  # fmt: skip
         """Program (head group, seq, split): the group's queries [ROWS, d_model] attend over the
         sequence's states at positions [split * partition, +partition), read once a tile for the
         scores and the weighted sum alike, both as tensor-core products in CHUNK-wide chunks. Up
         to MAX_CHUNKS accumulators [ROWS, CHUNK], one a chunk (Triton has no arrays of them).
-        PRECISION: float32 products in full ("ieee"), not a GPU's default tf32."""
+        PRECISION: float32 products in full ("ieee"), not a GPU's default tf32. HOIST_Q: q's chunks
+        held in registers across the loop, not read again (from L1) every tile."""
         group, seq, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         start = split * partition
         end = tl.minimum(start + partition, tl.load(lens_ptr + seq))
@@ -138,6 +184,12 @@ if HAS_TRITON:
         head = group * heads_per_program + r
         row_mask = (r < heads_per_program) & (head < num_heads)
         q_rows = q_ptr + seq * stride_q_seq + head[:, None] * stride_q_head
+        # q's chunks, read once here where HOIST_Q (a chunk past d_model reads nothing and is never used)
+        q0 = _q_chunk(q_rows, row_mask, 0, CHUNK, NUM_CHUNKS)
+        q1 = _q_chunk(q_rows, row_mask, 1, CHUNK, NUM_CHUNKS)
+        q2 = _q_chunk(q_rows, row_mask, 2, CHUNK, NUM_CHUNKS)
+        q3 = _q_chunk(q_rows, row_mask, 3, CHUNK, NUM_CHUNKS)
+        q4 = _q_chunk(q_rows, row_mask, 4, CHUNK, NUM_CHUNKS)
         running_max = tl.full([ROWS], float("-inf"), tl.float32)
         total = tl.zeros([ROWS], tl.float32)
         acc0 = tl.zeros([ROWS, CHUNK], tl.float32)
@@ -150,18 +202,11 @@ if HAS_TRITON:
             valid = pos < end
             block = tl.load(tables_ptr + seq * stride_table + pos // BLOCK_SIZE, mask=valid, other=0)
             row = block.to(tl.int64) * stride_states_block + (pos % BLOCK_SIZE) * stride_states_tok
-            scores = tl.zeros([ROWS, TILE], tl.float32)
-            for k in tl.static_range(NUM_CHUNKS):
-                c = k * CHUNK + tl.arange(0, CHUNK)
-                q = tl.load(q_rows + c[None, :], mask=row_mask[:, None], other=0.0)
-                e = _states_chunk(states_ptr, row, valid, k, CHUNK)
-                scores += tl.dot(q, tl.trans(e), input_precision=PRECISION)
-            scores = tl.where(valid[None, :], scores * scale, float("-inf"))
-            new_max = tl.maximum(running_max, tl.max(scores, 1))
-            rescale = tl.where(new_max > float("-inf"), tl.exp(running_max - new_max), 0.0)
-            weights = tl.where(valid[None, :], tl.exp(scores - new_max[:, None]), 0.0)
-            total = total * rescale + tl.sum(weights, 1)
-            running_max = new_max
+            scores = _tile_scores(
+                q0, q1, q2, q3, q4, q_rows, row_mask, states_ptr, row, valid, ROWS, TILE, CHUNK,
+                NUM_CHUNKS, PRECISION, HOIST_Q,
+            )  # fmt: skip
+            running_max, rescale, weights, total = _row_update(scores * scale, valid, running_max, total)
             acc0 = _accumulate(acc0, rescale, weights, states_ptr, row, valid, 0, CHUNK, PRECISION)
             if NUM_CHUNKS > 1:
                 acc1 = _accumulate(acc1, rescale, weights, states_ptr, row, valid, 1, CHUNK, PRECISION)
@@ -230,7 +275,7 @@ def attend_states_triton(
     if num_seqs == 0:
         return out
     launch = {**LAUNCH, **(launch or {})}
-    tile, rows = launch.pop("tile"), launch.pop("rows")
+    tile, rows, hoist_q = launch.pop("tile"), launch.pop("rows"), launch.pop("hoist_q")
     groups = -(-heads // rows)
     per_program = -(-heads // groups)
     block_size, chunk = states.shape[1], chunk_of(d_model)
@@ -242,7 +287,7 @@ def attend_states_triton(
         states.stride(0), states.stride(1), block_tables.stride(0), out.stride(0), out.stride(1),
         BLOCK_SIZE=block_size, TILE=tile, ROWS=max(16, next_power_of_2(per_program)),
         CHUNK=chunk, NUM_CHUNKS=d_model // chunk, ONE_SPLIT=num_splits == 1,
-        PRECISION="ieee" if queries.dtype == torch.float32 else "tf32", **launch,
+        PRECISION="ieee" if queries.dtype == torch.float32 else "tf32", HOIST_Q=hoist_q, **launch,
     )  # fmt: skip
     if num_splits > 1:
         _reduce_splits(part_max, part_sum, part_acc, out, num_splits, next_power_of_2(d_model))

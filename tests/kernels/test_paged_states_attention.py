@@ -81,8 +81,9 @@ def test_triton_matches_the_reference(heads, head_dim):
     for num_splits in (None, 1, 3):  # planned, one pass, several (some empty for short sequences)
         got = attend_states_triton(queries, cache[0], tables, lens, head_dim**-0.5, num_splits=num_splits)
         torch.testing.assert_close(got, expected, rtol=2e-5, atol=2e-5)
-    if heads > 16:  # LAUNCH's rows=32: every head in one program, not two
-        got = attend_states_triton(queries, cache[0], tables, lens, head_dim**-0.5, launch=dict(rows=32))
+    # LAUNCH's hoist_q (q's chunks read once); rows=32: Whisper large's 20 heads in one program, not two
+    for launch in [dict(hoist_q=True)] + [dict(rows=32, hoist_q=True)] * (heads > 16):
+        got = attend_states_triton(queries, cache[0], tables, lens, head_dim**-0.5, launch=launch)
         torch.testing.assert_close(got, expected, rtol=2e-5, atol=2e-5)
 
 
