@@ -98,8 +98,10 @@ class EngineConfig:
     # What the cross-attention cache holds. "projected": each decoder layer's K and V of the encoder
     # states. "states": the states themselves, once for every layer; a decode step reads them once
     # for K and V together through the layer's projections (kernels/paged_states_attention.py):
-    # half the bytes of a float cache a step, a cache a layer smaller, the same function (K's bias
-    # drops out of the softmax). Float caches, torch-run encoders and decoders only.
+    # half the bytes of a float cross cache a step, the same function (K's bias drops out of the
+    # softmax), more compute (tensor-core products on a GPU). Blocks are still allocated in every
+    # layer's cache (the memory is not yet saved). Float caches, torch-run encoders and decoders;
+    # not yet timed on a GPU (benchmarks/tune_states_decode.py).
     cross_cache: str = "projected"
 
     def __post_init__(self) -> None:
