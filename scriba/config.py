@@ -100,8 +100,8 @@ class EngineConfig:
     # for K and V together through the layer's projections (kernels/paged_states_attention.py):
     # half the bytes of a float cross cache a step, the same function (K's bias drops out of the
     # softmax), more compute (tensor-core products on a GPU). Blocks are still allocated in every
-    # layer's cache (the memory is not yet saved). Float caches, torch-run encoders and decoders;
-    # not yet timed on a GPU (benchmarks/tune_states_decode.py).
+    # layer's cache (the memory is not yet saved). Float or 8-bit caches ("fp8", "int8": a scale a
+    # position), torch-run encoders and decoders; not yet timed on a GPU (tune_states_decode.py).
     cross_cache: str = "projected"
 
     def __post_init__(self) -> None:
@@ -217,7 +217,7 @@ class EngineConfig:
         clash = [
             f"{name}={value!r}"
             for name, value, fits in (
-                ("kv_cache_dtype", self.kv_cache_dtype, self.kv_cache_dtype not in ("fp8", "int8", "int4")),
+                ("kv_cache_dtype", self.kv_cache_dtype, self.kv_cache_dtype != "int4"),
                 ("quantization", self.quantization, self.quantization is None),
                 ("encoder_runtime", self.encoder_runtime, self.encoder_runtime == "torch"),
                 ("decoder_runtime", self.decoder_runtime, self.decoder_runtime != "numba"),
@@ -226,8 +226,8 @@ class EngineConfig:
         ]
         if clash:
             raise ValueError(
-                f"cross_cache='states' reads a float cache through the torch-run decoder's float "
-                f"projections; it cannot run with {', '.join(clash)}"
+                f"cross_cache='states' reads a float or 8-bit cache through the torch-run decoder's "
+                f"float projections; it cannot run with {', '.join(clash)}"
             )
 
     @property

@@ -25,7 +25,7 @@ def cross_attention_weights(
     indexes = [torch.tensor(blocks, device=device) for blocks, _ in requests]
     num_layers = max(lay for lay, _ in heads) + 1  # every layer up to the last asked
     if layers[0][1].states_cache is not None:
-        cross_kv = _projected(model, layers[0][1].states_cache, indexes, num_positions, num_layers, dtype)
+        cross_kv = _projected(model, layers[0][1], indexes, num_positions, num_layers, dtype)
     else:
         cross_kv = [_cached(layers[layer][1], indexes, num_positions, dtype) for layer in range(num_layers)]
     weights = model.cross_attentions(tokens.to(device), cross_kv, heads).float().cpu()
@@ -39,10 +39,12 @@ def _cached(op, indexes: list[torch.Tensor], num_positions: int, dtype) -> torch
     return torch.stack([b.flatten(1, 2)[:, :num_positions] for b in blocks]).to(dtype)
 
 
-def _projected(model, states_cache, indexes, num_positions: int, num_layers: int, dtype) -> list:
-    """cross_cache="states": each layer's cross K/V projected from the cached encoder states, as
-    `_cached` reads them."""
-    heads, head_dim = states_cache.shape[3:]
-    states = torch.stack([states_cache[0, i].flatten(0, 1)[:num_positions] for i in indexes]).flatten(2)
+def _projected(model, op, indexes, num_positions: int, num_layers: int, dtype) -> list:
+    """cross_cache="states": each layer's cross K/V projected from the encoder states cached in the
+    first layer's cross-attention `op`'s states_cache, as `_cached` reads them."""
+    cache, scales = op.states_cache, op.states_scales
+    heads, head_dim = cache.shape[3:]
+    blocks = [cache[0, i] if scales is None else dequantized(cache[0, i], scales[0, i]) for i in indexes]
+    states = torch.stack([b.flatten(0, 1)[:num_positions] for b in blocks]).flatten(2)
     kv = (projection(states.to(dtype)) for projection in model.cross_kv_projections()[:num_layers])
     return [x.view(*states.shape[:2], 2, heads, head_dim).transpose(1, 2) for x in kv]

@@ -94,11 +94,12 @@ def run_largest_step(runner, max_num_seqs: int, max_num_batched_tokens: int) -> 
         cross_max_seqlen_k=enc_len,
     )
     ops = [op for layer in model.decoder_attention_layers() for op in layer]
-    saved = [(op.kv_cache, op.kv_scales, op.states_cache, op.writes_states) for op in ops]
+    saved = [(op.kv_cache, op.kv_scales, op.states_cache, op.states_scales, op.writes_states) for op in ops]
     runner.bind_kv_caches(runner.new_kv_caches(1, device), runner.new_kv_scales(1, device))
     try:
         hidden = model(zeros(num), zeros(num), meta, encoder_inputs, encoder_positions)
         model.compute_logits(hidden[:1].expand(max_num_seqs, -1)).float()
     finally:
-        for op, (cache, scales, states, writes) in zip(ops, saved):
-            op.kv_cache, op.kv_scales, op.states_cache, op.writes_states = cache, scales, states, writes
+        for op, (cache, scales, *states) in zip(ops, saved):
+            op.kv_cache, op.kv_scales = cache, scales
+            op.states_cache, op.states_scales, op.writes_states = states

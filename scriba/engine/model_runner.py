@@ -165,7 +165,8 @@ class ModelRunner:
             for op in ops:  # self- and cross-attention of a layer share its cache (int4: two views)
                 cross = op.attn_type is AttentionType.CROSS
                 op.kv_cache, op.kv_scales = view_for(cache, self.kv_cache_dtype, cross), layer_scales
-        self.model.bind_encoder_states(caches[0] if self.cross_cache == "states" and caches else None)
+        if self.cross_cache == "states" and caches:
+            self.model.bind_encoder_states(caches[0], scales[0])
 
     def allocate_kv_caches(self, num_device_blocks: int, num_cpu_blocks: int) -> None:
         self.kv_caches = self.new_kv_caches(num_device_blocks, self.device)

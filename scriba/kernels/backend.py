@@ -57,9 +57,11 @@ class TorchBackend:
         """Load the compiled kernels that read this cache ahead of the first step (none here)."""
 
     @staticmethod
-    def states_decode_attention(q, states_cache, kv_weight, kv_bias, block_tables, seq_lens, scale):
+    def states_decode_attention(
+        q, states_cache, kv_weight, kv_bias, block_tables, seq_lens, scale, scales=None
+    ):
         """Cross-attention read through the cached encoder states (cross_cache="states")."""
-        through = (block_tables, seq_lens, scale, attend_states_ref)
+        through = (block_tables, seq_lens, scale, attend_states_ref, scales)
         return states_decode_attention(q, states_cache, kv_weight, kv_bias, *through)
 
     @staticmethod
@@ -115,8 +117,10 @@ class TritonBackend(TorchBackend):
         return paged_decode_attention_triton(q, kv_cache, block_tables, seq_lens, scale, kv_scales=kv_scales)
 
     @staticmethod
-    def states_decode_attention(q, states_cache, kv_weight, kv_bias, block_tables, seq_lens, scale):
-        through = (block_tables, seq_lens, scale, attend_states_triton)
+    def states_decode_attention(
+        q, states_cache, kv_weight, kv_bias, block_tables, seq_lens, scale, scales=None
+    ):
+        through = (block_tables, seq_lens, scale, attend_states_triton, scales)
         return states_decode_attention(q, states_cache, kv_weight, kv_bias, *through)
 
 

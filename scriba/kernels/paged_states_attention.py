@@ -16,7 +16,9 @@ head_dim, per head, which the Triton kernel runs as tensor-core products.
 
 The states sit in the first decoder layer's cache, in the K half of its cross blocks ([blocks,
 block_size, heads, head_dim], a row of heads x head_dim = d_model), so blocks are allocated,
-copied and swapped as before.
+copied and swapped as before. In an 8-bit cache (kv8.py) a row has one scale, kept in each of its
+heads' scale slots: a scale per position factors out of both products (score_t = scale_t (q . codes_t),
+and the weighted sum takes p_t scale_t), so the kernel converts codes and multiplies nothing else.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from scriba.kernels.kv8 import dequantized, quantize
 from scriba.kernels.paged_attention import _reduce_splits
 from scriba.kernels.paged_decode_plan import partial_buffers, partitions
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
@@ -64,10 +67,12 @@ def states_decode_attention(
     seq_lens: torch.Tensor,  # [seqs] int, >= 1
     scale: float,
     attend,  # attend_states_ref or attend_states_triton
+    states_scales: torch.Tensor | None = None,  # [2, blocks, block_size, heads]: an 8-bit cache's
 ) -> torch.Tensor:  # [seqs, heads, head_dim]
     """Cross-attention of one query token a sequence, read through the cached encoder states."""
     queries = absorb_queries(q, kv_weight.to(q.dtype))
-    context = attend(queries, states_cache[0], block_tables, seq_lens, scale)
+    row_scales = None if states_scales is None else states_scales[0]
+    context = attend(queries, states_cache[0], block_tables, seq_lens, scale, row_scales)
     return project_context(context, kv_weight.to(q.dtype), None if kv_bias is None else kv_bias.to(q.dtype))
 
 
@@ -77,25 +82,50 @@ def attend_states_ref(
     block_tables: torch.Tensor,  # [seqs, max_blocks] int
     seq_lens: torch.Tensor,  # [seqs] int
     scale: float,
+    row_scales: torch.Tensor | None = None,  # [blocks, block_size, heads]: an 8-bit cache's
 ) -> torch.Tensor:  # [seqs, heads, d_model]
     """Each sequence's states gathered (a padded batch, masked by length), its heads' queries
     attending over them as one head."""
     num_seqs, block_size = queries.shape[0], states.shape[1]
     max_blocks = int(seq_lens.max().item() + block_size - 1) // block_size
     index = block_tables[:, :max_blocks].flatten().long()
-    e = states.index_select(0, index).reshape(num_seqs, 1, max_blocks * block_size, -1).to(queries.dtype)
+    e = states.index_select(0, index)
+    if row_scales is not None:
+        e = dequantized(e, row_scales.index_select(0, index), queries.dtype)
+    e = e.reshape(num_seqs, 1, max_blocks * block_size, -1).to(queries.dtype)
     mask = torch.arange(e.shape[2], device=e.device)[None, :] < seq_lens[:, None]
     mask = mask[:, None, None, :]
     return F.scaled_dot_product_attention(queries[:, None], e, e, attn_mask=mask, scale=scale)[:, 0]
 
 
+def write_states(
+    states: torch.Tensor,  # [tokens, d_model]
+    states_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim]
+    states_scales: torch.Tensor | None,  # [2, blocks, block_size, heads]: an 8-bit cache's
+    slot_mapping: torch.Tensor,  # [tokens] int
+    write_kv_cache,  # the backend's, for a float cache
+) -> None:
+    """The encoder states into the K half at their slots (a float cache's V half gets the same,
+    never read); in an 8-bit cache as codes with one scale a row, in each of its heads' slots."""
+    heads, dim = states_cache.shape[3:]
+    if states_scales is None:
+        rows = states.view(-1, heads, dim)
+        return write_kv_cache(rows, rows, states_cache, slot_mapping)
+    codes, row_scale = quantize(states, states_cache.dtype)
+    slots = slot_mapping.long()
+    block, offset = slots.div(states_cache.shape[2], rounding_mode="floor"), slots % states_cache.shape[2]
+    states_cache[0].view(torch.int8)[block, offset] = codes.view(torch.int8).view(-1, heads, dim)
+    states_scales[0].view(-1, heads).index_copy_(0, slots, row_scale[:, None].expand(-1, heads).contiguous())
+
+
 if HAS_TRITON:
 
     @triton.jit
-    def _states_chunk(states_ptr, row, valid, k: tl.constexpr, CHUNK: tl.constexpr):
-        """Chunk k of a tile's states [TILE, CHUNK], 0 where not valid."""
+    def _states_chunk(states_ptr, row, valid, k: tl.constexpr, CHUNK: tl.constexpr, like):
+        """Chunk k of a tile's states [TILE, CHUNK] in the dtype of `like` (the queries'): an 8-bit
+        cache's codes converted, unscaled; 0 where not valid."""
         c = k * CHUNK + tl.arange(0, CHUNK)
-        return tl.load(states_ptr + row[:, None] + c[None, :], mask=valid[:, None], other=0.0)
+        return tl.load(states_ptr + row[:, None] + c[None, :], mask=valid[:, None], other=0.0).to(like.dtype)
 
     @triton.jit
     def _q_chunk(q_rows, row_mask, k: tl.constexpr, CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr):
@@ -111,8 +141,8 @@ if HAS_TRITON:
         TILE: tl.constexpr, CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr, PRECISION: tl.constexpr,
         HOIST_Q: tl.constexpr,
     ):  # fmt: skip
-        """The queries' scores [ROWS, TILE] over a tile's states, chunk by chunk: q's chunks the
-        hoisted q0..q4 (HOIST_Q), else read here."""
+        """The queries' products [ROWS, TILE] with a tile's states (0 where not valid), chunk by
+        chunk: q's chunks the hoisted q0..q4 (HOIST_Q), else read here."""
         scores = tl.zeros([ROWS, TILE], tl.float32)
         for k in tl.static_range(NUM_CHUNKS):
             if not HOIST_Q:
@@ -127,14 +157,15 @@ if HAS_TRITON:
                 q = q3
             else:
                 q = q4
-            e = _states_chunk(states_ptr, row, valid, k, CHUNK)
+            e = _states_chunk(states_ptr, row, valid, k, CHUNK, q)
             scores += tl.dot(q, tl.trans(e), input_precision=PRECISION)
-        return tl.where(valid[None, :], scores, float("-inf"))
+        return scores
 
     @triton.jit
     def _row_update(scores, valid, running_max, total):
         """One tile of each query row's online softmax: (new max, rescale of the accumulators,
         weights [ROWS, TILE], new sum). A tile always has a valid position, so the max is finite."""
+        scores = tl.where(valid[None, :], scores, float("-inf"))
         new_max = tl.maximum(running_max, tl.max(scores, 1))
         rescale = tl.where(new_max > float("-inf"), tl.exp(running_max - new_max), 0.0)
         weights = tl.where(valid[None, :], tl.exp(scores - new_max[:, None]), 0.0)
@@ -143,10 +174,10 @@ if HAS_TRITON:
     @triton.jit
     def _accumulate(
         acc, rescale, weights, states_ptr, row, valid, k: tl.constexpr, CHUNK: tl.constexpr,
-        PRECISION: tl.constexpr,
+        PRECISION: tl.constexpr, like,
     ):  # fmt: skip
         """acc [ROWS, CHUNK] rescaled, plus the weights [ROWS, TILE] times the tile's chunk k."""
-        e = _states_chunk(states_ptr, row, valid, k, CHUNK)
+        e = _states_chunk(states_ptr, row, valid, k, CHUNK, like)
         return acc * rescale[:, None] + tl.dot(weights.to(e.dtype), e, input_precision=PRECISION)
 
     @triton.jit
@@ -164,19 +195,20 @@ if HAS_TRITON:
 
     @triton.jit
     def _states_decode_kernel(
-        q_ptr, states_ptr, tables_ptr, lens_ptr, out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr,
-        scale, num_heads, heads_per_program, d_model, partition, num_splits, stride_q_seq,
+        q_ptr, states_ptr, scales_ptr, tables_ptr, lens_ptr, out_ptr, part_max_ptr, part_sum_ptr,
+        part_acc_ptr, scale, num_heads, heads_per_program, d_model, partition, num_splits, stride_q_seq,
         stride_q_head, stride_states_block, stride_states_tok, stride_table, stride_out_seq,
         stride_out_head, BLOCK_SIZE: tl.constexpr, TILE: tl.constexpr, ROWS: tl.constexpr,
         CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr, ONE_SPLIT: tl.constexpr, PRECISION: tl.constexpr,
-        HOIST_Q: tl.constexpr,
+        HOIST_Q: tl.constexpr, SCALED: tl.constexpr,
     ):  # fmt: skip
         """Program (head group, seq, split): the group's queries [ROWS, d_model] attend over the
         sequence's states at positions [split * partition, +partition), read once a tile for the
         scores and the weighted sum alike, both as tensor-core products in CHUNK-wide chunks. Up
         to MAX_CHUNKS accumulators [ROWS, CHUNK], one a chunk (Triton has no arrays of them).
         PRECISION: float32 products in full ("ieee"), not a GPU's default tf32. HOIST_Q: q's chunks
-        held in registers across the loop, not read again (from L1) every tile."""
+        held in registers across the loop, not read again (from L1) every tile. SCALED: an 8-bit
+        cache, a scale a position (scales [blocks, BLOCK_SIZE, heads], each head's the same)."""
         group, seq, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         start = split * partition
         end = tl.minimum(start + partition, tl.load(lens_ptr + seq))
@@ -205,17 +237,23 @@ if HAS_TRITON:
             scores = _tile_scores(
                 q0, q1, q2, q3, q4, q_rows, row_mask, states_ptr, row, valid, ROWS, TILE, CHUNK,
                 NUM_CHUNKS, PRECISION, HOIST_Q,
-            )  # fmt: skip
-            running_max, rescale, weights, total = _row_update(scores * scale, valid, running_max, total)
-            acc0 = _accumulate(acc0, rescale, weights, states_ptr, row, valid, 0, CHUNK, PRECISION)
+            ) * scale  # fmt: skip
+            if SCALED:
+                slot = block.to(tl.int64) * BLOCK_SIZE + pos % BLOCK_SIZE
+                row_scale = tl.load(scales_ptr + slot * num_heads, mask=valid, other=0.0)
+                scores *= row_scale[None, :]
+            running_max, rescale, weights, total = _row_update(scores, valid, running_max, total)
+            if SCALED:
+                weights *= row_scale[None, :]
+            acc0 = _accumulate(acc0, rescale, weights, states_ptr, row, valid, 0, CHUNK, PRECISION, q0)
             if NUM_CHUNKS > 1:
-                acc1 = _accumulate(acc1, rescale, weights, states_ptr, row, valid, 1, CHUNK, PRECISION)
+                acc1 = _accumulate(acc1, rescale, weights, states_ptr, row, valid, 1, CHUNK, PRECISION, q0)
             if NUM_CHUNKS > 2:
-                acc2 = _accumulate(acc2, rescale, weights, states_ptr, row, valid, 2, CHUNK, PRECISION)
+                acc2 = _accumulate(acc2, rescale, weights, states_ptr, row, valid, 2, CHUNK, PRECISION, q0)
             if NUM_CHUNKS > 3:
-                acc3 = _accumulate(acc3, rescale, weights, states_ptr, row, valid, 3, CHUNK, PRECISION)
+                acc3 = _accumulate(acc3, rescale, weights, states_ptr, row, valid, 3, CHUNK, PRECISION, q0)
             if NUM_CHUNKS > 4:
-                acc4 = _accumulate(acc4, rescale, weights, states_ptr, row, valid, 4, CHUNK, PRECISION)
+                acc4 = _accumulate(acc4, rescale, weights, states_ptr, row, valid, 4, CHUNK, PRECISION, q0)
         _store_states_output(
             out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr, seq, head, split, num_heads, num_splits,
             d_model, stride_out_seq, stride_out_head, row_mask, running_max, total, acc0, acc1, acc2,
@@ -263,6 +301,7 @@ def attend_states_triton(
     block_tables: torch.Tensor,  # [seqs, max_blocks] int32
     seq_lens: torch.Tensor,  # [seqs] int32
     scale: float,
+    row_scales: torch.Tensor | None = None,  # [blocks, block_size, heads] contiguous: an 8-bit cache's
     num_splits: int | None = None,  # None: plan_splits
     launch: dict | None = None,  # LAUNCH's overrides
 ) -> torch.Tensor:  # [seqs, heads, d_model]
@@ -281,13 +320,15 @@ def attend_states_triton(
     block_size, chunk = states.shape[1], chunk_of(d_model)
     partition, num_splits = partitions(num_seqs, groups, block_tables.shape[1] * block_size, tile, num_splits)
     part_max, part_sum, part_acc = partial_buffers(queries, num_splits)
+    scales = part_max if row_scales is None else row_scales  # (not read unless SCALED)
     _states_decode_kernel[(groups, num_seqs, num_splits)](
-        queries, states, block_tables, seq_lens, out, part_max, part_sum, part_acc, scale, heads,
+        queries, states, scales, block_tables, seq_lens, out, part_max, part_sum, part_acc, scale, heads,
         per_program, d_model, partition, num_splits, queries.stride(0), queries.stride(1),
         states.stride(0), states.stride(1), block_tables.stride(0), out.stride(0), out.stride(1),
         BLOCK_SIZE=block_size, TILE=tile, ROWS=max(16, next_power_of_2(per_program)),
         CHUNK=chunk, NUM_CHUNKS=d_model // chunk, ONE_SPLIT=num_splits == 1,
-        PRECISION="ieee" if queries.dtype == torch.float32 else "tf32", HOIST_Q=hoist_q, **launch,
+        PRECISION="ieee" if queries.dtype == torch.float32 else "tf32", HOIST_Q=hoist_q,
+        SCALED=row_scales is not None, **launch,
     )  # fmt: skip
     if num_splits > 1:
         _reduce_splits(part_max, part_sum, part_acc, out, num_splits, next_power_of_2(d_model))

@@ -42,11 +42,13 @@ class EncoderDecoderModel(nn.Module, metaclass=abc.ABCMeta):
         """Per decoder layer, its cross-attention's fused K/V projection (d_model -> 2 * d_model)."""
         return [layer.encoder_attn.kv_proj for layer in self.model.decoder.layers]
 
-    def bind_encoder_states(self, cache: torch.Tensor | None) -> None:
+    def bind_encoder_states(self, cache: torch.Tensor | None, scales: torch.Tensor | None = None) -> None:
         """cross_cache="states": every cross-attention reads the encoder states in `cache` (the first
-        decoder layer's), which that layer's cross-attention writes; None: each reads its own K/V."""
+        decoder layer's, with its 8-bit `scales`), which that layer's cross-attention writes; None:
+        each reads its own K/V."""
         for i, (_, cross) in enumerate(self.decoder_attention_layers()):
-            cross.states_cache, cross.writes_states = cache, cache is not None and i == 0
+            cross.states_cache, cross.states_scales = cache, scales
+            cross.writes_states = cache is not None and i == 0
 
     @abc.abstractmethod
     def output_projection(self) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from scriba.kernels.metadata import AttentionMetadata, AttentionType
+from scriba.kernels.paged_states_attention import write_states
 
 # The activations of BART, mBART and Whisper configs, as transformers computes them (its
 # `transformers.activations` import costs 1.8 s of start-up here, for a table of functions).
@@ -38,8 +39,9 @@ class Attention(nn.Module):
     `kv_cache` ([2, blocks, block_size, heads, head_dim]) is bound by the model runner, and for
     an 8-bit cache its `kv_scales` ([2, blocks, block_size, heads], kernels/kv8.py). Under
     EngineConfig.cross_cache="states" every cross-attention also gets `states_cache`, the first
-    decoder layer's cache, whose cross blocks hold the encoder states (K half); that layer's
-    (`writes_states`) writes them; decode rows read them through the layer's K/V projection.
+    decoder layer's cache, whose cross blocks hold the encoder states (K half), and its
+    `states_scales`; that layer's (`writes_states`) writes them; decode rows read them through the
+    layer's K/V projection (kernels/paged_states_attention.py).
     """
 
     def __init__(self, num_heads: int, head_dim: int, attn_type: AttentionType, scale: float | None = None):
@@ -51,6 +53,7 @@ class Attention(nn.Module):
         self.kv_cache: torch.Tensor | None = None
         self.kv_scales: torch.Tensor | None = None
         self.states_cache: torch.Tensor | None = None  # cross_cache="states" (cross-attention only)
+        self.states_scales: torch.Tensor | None = None
         self.writes_states = False
 
     def forward(
@@ -100,7 +103,7 @@ class Attention(nn.Module):
                 )
             tables, lens, reads = meta.cross_block_tables, meta.cross_seq_lens, meta.cross_reads
         if meta.num_decode_tokens and self.states_cache is not None and self.attn_type is AttentionType.CROSS:
-            through = (kv_proj.weight, kv_proj.bias, tables, lens, self.scale)
+            through = (kv_proj.weight, kv_proj.bias, tables, lens, self.scale, self.states_scales)
             parts.append(ops.states_decode_attention(q[num_prefill:], self.states_cache, *through))
         elif meta.num_decode_tokens:
             paged = (q[num_prefill:], self.kv_cache, tables, lens, self.scale)
@@ -109,10 +112,10 @@ class Attention(nn.Module):
         return out.flatten(1)
 
     def write_states(self, encoder_hidden: torch.Tensor, meta: AttentionMetadata) -> None:
-        """The encoder states [num_encoder_tokens, d_model] into the cross blocks (the K half: a
-        row of heads x head_dim; the V half gets the same, unread) at meta.cross_slot_mapping."""
-        states = encoder_hidden.view(-1, self.num_heads, self.head_dim)
-        meta.backend.write_kv_cache(states, states, self.states_cache, meta.cross_slot_mapping)
+        """The encoder states [num_encoder_tokens, d_model] into the cross blocks at
+        meta.cross_slot_mapping (kernels/paged_states_attention.write_states)."""
+        slots, cache, scales = meta.cross_slot_mapping, self.states_cache, self.states_scales
+        write_states(encoder_hidden, cache, scales, slots, meta.backend.write_kv_cache)
 
 
 class MultiHeadAttention(nn.Module):

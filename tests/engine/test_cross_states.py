@@ -62,17 +62,26 @@ def test_beams_read_their_requests_states(tiny_bart):
     assert [[c.token_ids for c in o.outputs] for o in engine.generate(prompts, params)] == expected
 
 
-def test_whisper_through_the_triton_kernel(tiny_whispers):
+@pytest.mark.parametrize("kv", ["auto", "fp8"])
+def test_whisper_through_the_triton_kernel(tiny_whispers, kv):
     """1500 encoder positions through the states kernel (in Triton's interpreter on a CPU) and the
-    decode graphs' padded buffers, against the torch path's projected cache."""
+    decode graphs' padded buffers, against the torch path: its projected cache, or for fp8 its
+    fp8 states (the same codes)."""
     path, _ = tiny_whispers["multilingual"]
     prompts = [
         {"audio": (synthetic_clip(s, seed), 16000), "language": None, "timestamps": True}
         for seed, s in enumerate([2.0, 25.0])
     ]
     params = SamplingParams(max_tokens=3, logprobs=1)
-    common = dict(dtype="float32", num_kv_blocks=600)
-    expected = greedy(Engine(path, device="cpu", attention_backend="torch", **common), prompts, params)
+    common = dict(dtype="float32", num_kv_blocks=600, kv_cache_dtype=kv)
+    oracle = Engine(
+        path,
+        device="cpu",
+        attention_backend="torch",
+        cross_cache="projected" if kv == "auto" else "states",
+        **common,
+    )
+    expected = greedy(oracle, prompts, params)
     backend = "cuda" if DEVICE == "cuda" else "triton"
     engine = Engine(path, device=DEVICE, attention_backend=backend, cross_cache="states", **common)
     if DEVICE == "cpu":
@@ -93,12 +102,38 @@ def test_real_speech_keeps_its_words_and_times():
         assert a.word == b.word and abs(a.start - b.start) <= 0.02 and abs(a.end - b.end) <= 0.02
 
 
+@pytest.mark.parametrize("kv", ["fp8", "int8"])
+def test_8bit_states_follow_the_8bit_projected_cache(tiny_bart, kv):
+    """A scale a position (states) against one a head vector (projected K/V): both round, so the
+    bound is kv8's (tests/engine/test_kv8_cache.py), against the float cache."""
+    path, _ = tiny_bart
+    prompts = [{"prompt_token_ids": p} for p in random_prompts(8, seed=7, max_len=120)]
+    common = dict(device="cpu", dtype="float32", num_kv_blocks=300, attention_backend="torch")
+    exact = greedy(Engine(path, **common), prompts)
+    states = greedy(Engine(path, cross_cache="states", kv_cache_dtype=kv, **common), prompts)
+    agreed = total = 0
+    for (a, a_lp), (b, b_lp) in zip(exact, states):
+        for i, (x, y) in enumerate(zip(a, b)):
+            total += 1
+            if x != y:  # a near-tie turned: the rest of the sequence is another one
+                break
+            agreed += 1
+            assert abs(a_lp[i][x].logprob - b_lp[i][y].logprob) < 0.06
+    assert agreed >= 0.9 * total, (agreed, total)
+
+
+def test_fp8_states_keep_real_speech_words():
+    exact = scriba.transcribe(JFK, dtype="float32")
+    fp8 = scriba.transcribe(JFK, dtype="float32", cross_cache="states", kv_cache_dtype="fp8")
+    assert words(fp8.text) == words(exact.text) == JFK_WORDS
+
+
 def test_what_states_cannot_run_with_is_refused():
     assert EngineConfig(device="cpu", cross_cache="states").cross_cache == "states"
     with pytest.raises(ValueError, match="cross_cache must be one of"):
         EngineConfig(device="cpu", cross_cache="both")
     for clash in (
-        dict(kv_cache_dtype="fp8"),
+        dict(kv_cache_dtype="int4"),
         dict(quantization="int8"),
         dict(encoder_runtime="openvino"),
         dict(decoder_runtime="numba"),

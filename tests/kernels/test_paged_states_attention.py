@@ -6,12 +6,15 @@ import random
 import pytest
 import torch
 
+from scriba.kernels.kv8 import FP8, dequantized, new_kv_scales
+from scriba.kernels.kv_cache import write_kv_cache_ref
 from scriba.kernels.paged_attention import paged_decode_attention_ref
 from scriba.kernels.paged_states_attention import (
     attend_states_ref,
     attend_states_triton,
     chunk_of,
     states_decode_attention,
+    write_states,
 )
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -100,3 +103,42 @@ def test_chunks_cover_d_model_or_say_why_not():
     assert [chunk_of(d) for d in (64, 320, 384, 512, 768, 1024, 1280)] == [64, 64, 128, 256, 256, 256, 256]
     with pytest.raises(ValueError, match="d_model 1536"):
         chunk_of(1536)
+
+
+def quantized_states(lengths, heads, head_dim, dtype, seed):
+    """states_batch's states written again into an 8-bit cache by write_states: (codes cache,
+    scales, tables, lens, the float cache)."""
+    cache, tables, lens, per_seq = states_batch(lengths, heads, head_dim, seed)
+    codes = torch.zeros(cache.shape, dtype=dtype, device=DEVICE)
+    scales = new_kv_scales(cache.shape[1], BLOCK_SIZE, heads, device=DEVICE)
+    for table, states in zip(tables.tolist(), per_seq):
+        slots = torch.tensor(
+            [table[p // BLOCK_SIZE] * BLOCK_SIZE + p % BLOCK_SIZE for p in range(len(states))]
+        )
+        write_states(states.to(DEVICE), codes, scales, slots.to(DEVICE), write_kv_cache_ref)
+    return codes, scales, tables, lens, cache
+
+
+@pytest.mark.parametrize("dtype", [FP8, torch.int8], ids=str)
+def test_8bit_states_keep_one_scale_a_row(dtype):
+    codes, scales, tables, lens, cache = quantized_states([5, 40], 4, 16, dtype, seed=3)
+    blocks = tables[1, :3].long()
+    row_scales = scales[0, blocks]  # [3, block_size, heads]: one value a row, in every head's slot
+    assert torch.equal(row_scales, row_scales[..., :1].expand_as(row_scales))
+    float_rows = cache[0, blocks].flatten(0, 1)[:40].flatten(1)
+    rows = dequantized(codes[0, blocks], scales[0, blocks]).flatten(0, 1)[:40].flatten(1)
+    step = {FP8: 1 / 16, torch.int8: 1 / 127}[dtype]  # e4m3's relative step; int8's of the largest
+    largest = float_rows.abs().amax(1, keepdim=True)
+    bound = (float_rows.abs() if dtype == FP8 else largest) * step + largest * 2**-9 / 448 * 2**3
+    assert ((rows - float_rows).abs() <= bound).all()
+
+
+@pytest.mark.parametrize("dtype", [FP8, torch.int8], ids=str)
+def test_triton_reads_8bit_states_as_the_reference(dtype):
+    heads, head_dim, lengths = 20, 16, [3, 16, 50, 77]
+    codes, scales, tables, lens, _ = quantized_states(lengths, heads, head_dim, dtype, seed=4)
+    queries = torch.randn(len(lengths), heads, heads * head_dim).to(DEVICE) / head_dim
+    expected = attend_states_ref(queries, codes[0], tables, lens, 0.25, scales[0])
+    for num_splits in (1, 3):
+        got = attend_states_triton(queries, codes[0], tables, lens, 0.25, scales[0], num_splits=num_splits)
+        torch.testing.assert_close(got, expected, rtol=2e-5, atol=2e-5)
