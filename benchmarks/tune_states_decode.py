@@ -3,8 +3,8 @@ kernels/paged_states_attention.py) against the paged decode of each layer's proj
 GPU: Whisper large's shape (1500 positions, 20 heads of 64, d_model 1280), float16 and fp8 states
 (a scale a row), batch 64 and 256. Times one layer's read (the states kernel alone, and with the
 query's absorption and the context's projection), its bytes per second, the error against the
-torch form, over LAUNCH's grid (tile, rows, hoist_q, warps, stages); `--best-out` writes the fastest launch at batch
-256 (a file a kind where its name has "{kind}").
+torch form, over LAUNCH's grid (tile, rows, hoist_q, warps, stages); `--best-out` writes the
+fastest launch at batch 256 (a file a kind where its name has "{kind}").
 
     python benchmarks/tune_states_decode.py [--best-out best.json]   # on a GPU
 """
