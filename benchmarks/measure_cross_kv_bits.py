@@ -14,6 +14,10 @@ little worse than a cache would be), in float32 on the CPU.
 --cache: instead, the engine's own kv_cache_dtype="int4" (the cross K/V in 4 bits, the self K/V in
 int8; read by the torch path on a CPU) against the default cache (numba's path, float16) and the
 float32 cache through the same torch path.
+
+--states: instead, cross_cache="states" (the encoder states cached once, read through each layer's
+projections) against each layer's K/V cached, both in float32 (states run no int8 products) through
+the torch path, with a float32 cache and an fp8 one (states: a scale a position; K/V: a head vector).
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="tiny.en,base")
     parser.add_argument("--cache", action="store_true", help="kv_cache_dtype='int4' against the default")
+    parser.add_argument("--states", action="store_true", help="cross_cache='states' against 'projected'")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     import scriba
@@ -73,7 +78,7 @@ def main() -> None:
     say = Report()
     say(f"# python benchmarks/measure_cross_kv_bits.py {' '.join(sys.argv[1:])}")
     say(f"host: {cpu_name()}, {os.cpu_count()} CPUs")
-    if not args.cache:
+    if not (args.cache or args.states):
         round_cross_writes()
     paths, refs = load_manifest(SPEECH, "short")
     audios = [load_audio(p) for p in paths]
@@ -84,7 +89,14 @@ def main() -> None:
         ({**torch_path, "kv_cache_dtype": "auto"}, "the float32 cache, torch path"),
         ({"kv_cache_dtype": "int4"}, 'kv_cache_dtype="int4" (torch path)'),
     ]
-    if not args.cache:
+    if args.states:
+        exact = {**torch_path, "dtype": "float32"}
+        settings = [
+            ({**exact, "cross_cache": cross, "kv_cache_dtype": kv}, f'cross_cache="{cross}", {kv} cache')
+            for kv in ("auto", "fp8")
+            for cross in ("projected", "states")
+        ]
+    elif not args.cache:
         settings = [({}, describe(bits, group), bits, group) for bits, group in SETTINGS]
     for model in args.models.split(","):
         for options, kept, *rounding in settings:

@@ -145,6 +145,7 @@ def test_transcribe_in_the_cpu_modes():
         ("--kv-cache-dtype", "int8"): dict(kv_cache_dtype="int8"),
         ("--kv-cache-dtype", "int4"): dict(kv_cache_dtype="int4"),
         ("--decoder-runtime", "torch"): dict(decoder_runtime="torch"),
+        ("--cross-cache", "states"): dict(cross_cache="states"),
     }
     parser = build_parser()
     for options, expected in modes.items():
@@ -152,7 +153,16 @@ def test_transcribe_in_the_cpu_modes():
         assert {k: asked.get(k) for k in expected} == expected, options
     runs = (
         ["--quantization", "int8", "--threads", "1", "--kv-cache-dtype", "fp8"],
-        ["--dtype", "bfloat16", "--kv-cache-dtype", "bfloat16", "--decoder-runtime", "torch"],
+        [
+            "--dtype",
+            "bfloat16",
+            "--kv-cache-dtype",
+            "bfloat16",
+            "--decoder-runtime",
+            "torch",
+            "--cross-cache",
+            "states",
+        ],
     )
     for options in runs:
         result = scriba("transcribe", JFK, "--device", "cpu", *options)
@@ -166,6 +176,9 @@ def test_transcribe_in_the_cpu_modes():
     assert len(bad.stderr.strip().splitlines()) == 1
     bad = scriba("transcribe", JFK, "--device", "cpu", "--dtype", "float32", "--decoder-runtime", "numba")
     assert bad.returncode == 1 and "decoder_runtime='numba' cannot run this model" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+    bad = scriba("transcribe", JFK, "--device", "cpu", "--quantization", "int8", "--cross-cache", "states")
+    assert bad.returncode == 1 and "cannot run with quantization='int8'" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
 
 
