@@ -36,7 +36,8 @@ MAX_CHUNKS = 5  # the kernel's accumulators: d_model up to 5 x 256 (Whisper larg
 # rows: a program's query rows, heads padded up (16, the least a tensor-core product takes, splits
 # Whisper large's 20 heads into two programs of 10 that read the same states; 32: one program).
 # hoist_q: q's chunks held in registers across the loop (HOIST_Q).
-LAUNCH = dict(tile=32, rows=16, hoist_q=False, num_warps=4, num_stages=2)
+# tile 16: each stage of a tile's loads is 16 x d_model values in shared memory.
+LAUNCH = dict(tile=16, rows=16, hoist_q=False, num_warps=4, num_stages=2)
 
 
 def absorb_queries(q: torch.Tensor, kv_weight: torch.Tensor) -> torch.Tensor:
@@ -128,6 +129,13 @@ if HAS_TRITON:
         return tl.load(states_ptr + row[:, None] + c[None, :], mask=valid[:, None], other=0.0).to(like.dtype)
 
     @triton.jit
+    def _dot(a, b, PRECISION: tl.constexpr):
+        """a @ b, float32 accumulation; float32 operands in full where PRECISION is "ieee"."""
+        if PRECISION == "ieee":
+            return tl.dot(a, b, input_precision="ieee")
+        return tl.dot(a, b)
+
+    @triton.jit
     def _q_chunk(q_rows, row_mask, k: tl.constexpr, CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr):
         """Chunk k of the program's queries [ROWS, CHUNK]; zeros, with no read, past d_model."""
         c = k * CHUNK + tl.arange(0, CHUNK)
@@ -158,7 +166,7 @@ if HAS_TRITON:
             else:
                 q = q4
             e = _states_chunk(states_ptr, row, valid, k, CHUNK, q)
-            scores += tl.dot(q, tl.trans(e), input_precision=PRECISION)
+            scores += _dot(q, tl.trans(e), PRECISION)
         return scores
 
     @triton.jit
@@ -178,7 +186,7 @@ if HAS_TRITON:
     ):  # fmt: skip
         """acc [ROWS, CHUNK] rescaled, plus the weights [ROWS, TILE] times the tile's chunk k."""
         e = _states_chunk(states_ptr, row, valid, k, CHUNK, like)
-        return acc * rescale[:, None] + tl.dot(weights.to(e.dtype), e, input_precision=PRECISION)
+        return acc * rescale[:, None] + _dot(weights.to(e.dtype), e, PRECISION)
 
     @triton.jit
     def _store_chunk(
@@ -327,7 +335,7 @@ def attend_states_triton(
         states.stride(0), states.stride(1), block_tables.stride(0), out.stride(0), out.stride(1),
         BLOCK_SIZE=block_size, TILE=tile, ROWS=max(16, next_power_of_2(per_program)),
         CHUNK=chunk, NUM_CHUNKS=d_model // chunk, ONE_SPLIT=num_splits == 1,
-        PRECISION="ieee" if queries.dtype == torch.float32 else "tf32", HOIST_Q=hoist_q,
+        PRECISION="ieee" if queries.dtype == torch.float32 else "default", HOIST_Q=hoist_q,
         SCALED=row_scales is not None, **launch,
     )  # fmt: skip
     if num_splits > 1:
