@@ -13,10 +13,9 @@ from scriba.config import EngineConfig
 from scriba.engine.beam_search import BeamSearch
 from scriba.engine.block_manager import BlockManager, blocks_for
 from scriba.engine.generation_defaults import generation_defaults
-from scriba.engine.host_heap import reuse_freed_memory
 from scriba.engine.inputs import PromptType
 from scriba.engine.kernel_preload import preload_kernels
-from scriba.engine.memory import cpu_kv_blocks, gpu_kv_blocks
+from scriba.engine.memory import kv_pool_sizes
 from scriba.engine.model_runner import LaunchedStep, ModelRunner
 from scriba.engine.output_builder import OutputBuilder
 from scriba.engine.outputs import RequestOutput
@@ -94,32 +93,13 @@ class Engine:
     def _build_kv_cache(self) -> None:
         """Size the KV pools (from memory unless given), allocate them, capture decode graphs."""
         config, m, runner = self.config, self.model, self.runner
-        bytes_per_block = ModelRunner.bytes_per_block(m, config.block_size, config.torch_kv_cache_dtype)
-        full_request = blocks_for(m.max_encoder_len, config.block_size) + blocks_for(
-            m.max_decoder_len, config.block_size
-        )
         on_gpu = runner.device.type == "cuda"
-        if not on_gpu:
-            reuse_freed_memory()
-        num_blocks = config.num_kv_blocks
-        if num_blocks is None and on_gpu:
-            num_blocks = gpu_kv_blocks(
-                runner,
-                bytes_per_block,
-                full_request,
-                config.gpu_memory_utilization,
-                config.max_num_seqs,
-                config.max_num_batched_tokens,
-            )
-        elif num_blocks is None:
-            num_blocks = cpu_kv_blocks(
-                bytes_per_block, full_request, config.kv_cache_memory_fraction, config.max_num_seqs
-            )
-        num_cpu = config.num_cpu_blocks
-        if num_cpu is None:
-            num_cpu = min(num_blocks, int(config.swap_space_gb * 2**30) // bytes_per_block)
-        runner.allocate_kv_caches(num_blocks, num_cpu)
-        self.block_manager = BlockManager(config.block_size, num_blocks, num_cpu)
+        pools = kv_pool_sizes(config, runner)
+        runner.allocate_kv_caches(pools.device_blocks, pools.cpu_blocks, pools.states_blocks)
+        cross = None if config.cross_cache == "projected" else pools.states_blocks
+        self.block_manager = BlockManager(
+            config.block_size, pools.device_blocks, pools.cpu_blocks, cross_blocks=cross
+        )
         if on_gpu and config.cuda_graphs and runner.backend.is_graph_safe:
             runner.capture_decode_graphs(
                 min(config.max_num_seqs, 256),
@@ -129,14 +109,8 @@ class Engine:
             runner.capture_encoder_graphs(config.max_num_batched_tokens // m.max_encoder_len)
         graphed = [what for what, on in (("decode", runner.graphs), ("the encoder", m.encoder_graphs)) if on]
         logger.info(
-            "KV cache: %d blocks of %d tokens (%.2f GiB): %d requests of full length "
-            "(%d encoder + %d decoder positions) fit; attention backend %r%s",
-            num_blocks,
-            config.block_size,
-            num_blocks * bytes_per_block / 2**30,
-            num_blocks // full_request,
-            m.max_encoder_len,
-            m.max_decoder_len,
+            "KV cache: %s; attention backend %r%s",
+            pools.describe(m.max_encoder_len, m.max_decoder_len),
             runner.backend.name,
             ", CUDA graphs for " + " and ".join(graphed) if graphed else "",
         )
@@ -188,15 +162,10 @@ class Engine:
             raise ValueError(
                 f"{what} is more than max_num_seqs={self.config.max_num_seqs} sequences per step"
             )
-        bm = self.block_manager
         longest = min(len(decoder_ids) + params.max_tokens, self.model.max_decoder_len)
-        need = bm.num_blocks_needed(encoder_len, [longest] * params.num_seqs)
-        room = bm.num_total() - bm.watermark_blocks
-        if need > room:
-            raise ValueError(
-                f"request needs up to {need} KV blocks but the pool has {room}: "
-                "raise num_kv_blocks or lower max_tokens / n"
-            )
+        shortfall = self.block_manager.shortfall(encoder_len, [longest] * params.num_seqs)
+        if shortfall:
+            raise ValueError(f"request {shortfall}: raise num_kv_blocks or lower max_tokens / n")
 
     def abort(self, request_id: str | Seq[str]) -> None:
         for rid in [request_id] if isinstance(request_id, str) else request_id:

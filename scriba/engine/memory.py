@@ -8,13 +8,60 @@ running such a step once), as vLLM does.
 from __future__ import annotations
 
 import logging
+import math
 import os
+from dataclasses import dataclass
 
 import torch
 
+from scriba.engine.block_manager import blocks_for
+from scriba.engine.host_heap import reuse_freed_memory
 from scriba.kernels import AttentionMetadata
 
 logger = logging.getLogger("scriba")
+
+
+@dataclass
+class PoolSizes:
+    device_blocks: int
+    cpu_blocks: int
+    states_blocks: tuple[int, int]  # (device, cpu): the encoder states' pools (cross_cache="states")
+    bytes_per_block: int  # a device block's, with its share of the states' pool
+    per_request: int  # device blocks a full-length request takes
+
+    def describe(self, encoder_len: int, decoder_len: int) -> str:
+        gib = self.device_blocks * self.bytes_per_block / 2**30
+        text = (
+            f"{self.device_blocks} blocks ({gib:.2f} GiB): {self.device_blocks // self.per_request} requests "
+            f"of full length ({encoder_len} encoder + {decoder_len} decoder positions) fit"
+        )
+        return text + (
+            f"; the encoder states in {self.states_blocks[0]} blocks" if self.states_blocks[0] else ""
+        )
+
+
+def kv_pool_sizes(config, runner) -> PoolSizes:
+    """The pools' blocks: as configured, else from memory (on a GPU what a profiled largest step
+    leaves, on the CPU a fraction of what is free). Under cross_cache="states" each block comes
+    with its share of the states' pools: as many states blocks as a full-length request's cross
+    table has for each of its self blocks."""
+    model, size, shape = runner.model, config.block_size, runner.cache_shape
+    cross_full, self_full = blocks_for(model.max_encoder_len, size), blocks_for(model.max_decoder_len, size)
+    share = cross_full / self_full if config.cross_cache == "states" else 0.0
+    unit = shape.bytes_per_block() + math.ceil(share * shape.bytes_per_block(halves=1))
+    per_request = self_full + (0 if share else cross_full)
+    blocks = config.num_kv_blocks
+    if runner.device.type != "cuda":
+        reuse_freed_memory()
+    if blocks is None and runner.device.type == "cuda":
+        limits = (config.gpu_memory_utilization, config.max_num_seqs, config.max_num_batched_tokens)
+        blocks = gpu_kv_blocks(runner, unit, per_request, *limits)
+    elif blocks is None:
+        blocks = cpu_kv_blocks(unit, per_request, config.kv_cache_memory_fraction, config.max_num_seqs)
+    cpu = config.num_cpu_blocks
+    if cpu is None:
+        cpu = min(blocks, int(config.swap_space_gb * 2**30) // unit)
+    return PoolSizes(blocks, cpu, (math.ceil(blocks * share), math.ceil(cpu * share)), unit, per_request)
 
 
 def available_memory() -> int:
@@ -95,7 +142,12 @@ def run_largest_step(runner, max_num_seqs: int, max_num_batched_tokens: int) -> 
     )
     ops = [op for layer in model.decoder_attention_layers() for op in layer]
     saved = [(op.kv_cache, op.kv_scales, op.states_cache, op.states_scales, op.writes_states) for op in ops]
-    runner.bind_kv_caches(runner.new_kv_caches(1, device), runner.new_kv_scales(1, device))
+    one_block = (
+        runner.new_kv_caches(1, device),
+        runner.new_kv_scales(1, device),
+        runner.new_states_pool(1, device),
+    )
+    runner.bind_kv_caches(*one_block)
     try:
         hidden = model(zeros(num), zeros(num), meta, encoder_inputs, encoder_positions)
         model.compute_logits(hidden[:1].expand(max_num_seqs, -1)).float()

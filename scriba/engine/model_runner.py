@@ -19,6 +19,7 @@ from scriba.engine.cross_attention_weights import cross_attention_weights
 from scriba.engine.cuda_graphs import DecodeGraphs
 from scriba.engine.encoder_graphs import EncoderGraphs
 from scriba.engine.encoder_stream import EncoderStream
+from scriba.engine.kv_pools import CacheShape
 from scriba.engine.sampler import DeviceSamples, Sample, SampleRow, log_softmax_at, sample_on_device
 from scriba.engine.sequence import PENDING, Sequence, SequenceGroup
 from scriba.engine.staging import HostStaging
@@ -39,8 +40,8 @@ from scriba.engine.table_rows import TableRows
 from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, AttentionType, get_backend
 from scriba.kernels.context_reads import group_context_reads
-from scriba.kernels.kv8 import is_quantized, new_kv_scales, storage_dtype, view_for
-from scriba.kernels.kv_cache import copy_blocks, new_kv_cache, swap_blocks
+from scriba.kernels.kv8 import view_for
+from scriba.kernels.kv_cache import copy_blocks, swap_blocks
 from scriba.kernels.to_device import stack_to_device, to_device
 from scriba.models.decoder_step import MAX_ROWS, NumbaDecoderStep, unsupported
 
@@ -117,6 +118,10 @@ class ModelRunner:
         self.cpu_caches: list[torch.Tensor] = []
         self.kv_scales: list[torch.Tensor] = []  # an 8-bit cache's, beside each layer's (kv8.py)
         self.cpu_scales: list[torch.Tensor] = []
+        self.states: list[torch.Tensor] = []  # cross_cache="states": the states' pool (new_states_pool)
+        self.cpu_states: list[torch.Tensor] = []
+        head_major = self.backend.head_major_cache
+        self.cache_shape = CacheShape.of(model, block_size, self.kv_cache_dtype, self.device, head_major)
         self.graphs: DecodeGraphs | None = None
         self.history = TokenHistory(model.max_decoder_len, self.device)
         self.staging = HostStaging(self.device)
@@ -140,40 +145,38 @@ class ModelRunner:
         return None
 
     def new_kv_caches(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
-        layers = self.model.decoder_attention_layers()
-        attn = layers[0][0]
-        block = (num_blocks, self.block_size, attn.num_heads, attn.head_dim)
-        # Zeros (new_kv_cache), not empty: a never-written slot may be read under a zero attention
-        # weight. A host pool beside a GPU is pinned, so swaps move without blocking.
-        pin = torch.device(device).type == "cpu" and self.device.type == "cuda" and num_blocks > 0
-        head_major = self.backend.head_major_cache and torch.device(device) == self.device
-        tensor = dict(dtype=storage_dtype(self.kv_cache_dtype), device=device, pin_memory=pin)
-        return [new_kv_cache(*block, head_major=head_major, **tensor) for _ in layers]
+        return self.cache_shape.layer_caches(num_blocks, device)
 
     def new_kv_scales(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
         """A quantized cache's scales, [2, blocks, block_size, heads] per layer (kernels/kv8.py)."""
-        if not is_quantized(self.kv_cache_dtype):
-            return []
-        heads = self.model.decoder_attention_layers()[0][0].num_heads
-        pin = torch.device(device).type == "cpu" and self.device.type == "cuda" and num_blocks > 0
-        layers = self.model.decoder_attention_layers()
-        return [new_kv_scales(num_blocks, self.block_size, heads, device, pin) for _ in layers]
+        return self.cache_shape.layer_scales(num_blocks, device)
 
-    def bind_kv_caches(self, caches: list[torch.Tensor], scales: list[torch.Tensor] = ()) -> None:
+    def new_states_pool(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
+        """cross_cache="states": the encoder states' cache and scales (engine/kv_pools.py), else []."""
+        return self.cache_shape.states_pool(num_blocks, device) if self.cross_cache == "states" else []
+
+    def bind_kv_caches(self, caches: list[torch.Tensor], scales=(), states: list[torch.Tensor] = ()) -> None:
+        """Each layer's cache (and scales) to its attention ops; `states` (new_states_pool's) to every
+        cross-attention under cross_cache="states"."""
         scales = list(scales) or [None] * len(caches)
         for cache, layer_scales, ops in zip(caches, scales, self.model.decoder_attention_layers()):
             for op in ops:  # self- and cross-attention of a layer share its cache (int4: two views)
                 cross = op.attn_type is AttentionType.CROSS
                 op.kv_cache, op.kv_scales = view_for(cache, self.kv_cache_dtype, cross), layer_scales
-        if self.cross_cache == "states" and caches:
-            self.model.bind_encoder_states(caches[0], scales[0])
+        if states:
+            self.model.bind_encoder_states(*states)
 
-    def allocate_kv_caches(self, num_device_blocks: int, num_cpu_blocks: int) -> None:
+    def allocate_kv_caches(self, num_device_blocks: int, num_cpu_blocks: int, states_blocks=(0, 0)) -> None:
+        """Each layer's pools on the device and the host; `states_blocks` (device, host): the
+        encoder states' pools under cross_cache="states"."""
         self.kv_caches = self.new_kv_caches(num_device_blocks, self.device)
         self.cpu_caches = self.new_kv_caches(num_cpu_blocks, "cpu")
         self.kv_scales = self.new_kv_scales(num_device_blocks, self.device)
         self.cpu_scales = self.new_kv_scales(num_cpu_blocks, "cpu")
-        self.bind_kv_caches(self.kv_caches, self.kv_scales)
+        self.states, self.cpu_states = (
+            self.new_states_pool(n, d) for n, d in zip(states_blocks, (self.device, "cpu"))
+        )
+        self.bind_kv_caches(self.kv_caches, self.kv_scales, self.states)
 
     def load_kernels(self) -> None:
         """The backend's compiled kernels for this cache, loaded ahead of the first step."""
@@ -221,14 +224,6 @@ class ModelRunner:
         self.model.encoder_graphs = graphs
         return True
 
-    @staticmethod
-    def bytes_per_block(model, block_size: int, dtype: torch.dtype) -> int:
-        layers = model.decoder_attention_layers()
-        attn = layers[0][0]
-        itemsize = torch.empty((), dtype=storage_dtype(dtype)).element_size()
-        scales = 2 * block_size * attn.num_heads * 4 if is_quantized(dtype) else 0  # a float32 per vector
-        return len(layers) * (2 * block_size * attn.num_heads * attn.head_dim * itemsize + scales)
-
     def cross_attentions(self, requests: list[tuple[list[int], list[int]]], num_positions: int, heads):
         """See cross_attention_weights.py."""
         return cross_attention_weights(self.model, requests, num_positions, heads, self.dtype)
@@ -246,6 +241,8 @@ class ModelRunner:
         device, host = self.kv_caches + self.kv_scales, self.cpu_caches + self.cpu_scales  # scales move too
         swap_blocks(device, host, sched.blocks_to_swap_out)
         swap_blocks(host, device, sched.blocks_to_swap_in)
+        swap_blocks(self.states, self.cpu_states, sched.states_to_swap_out)
+        swap_blocks(self.cpu_states, self.states, sched.states_to_swap_in)
         copy_blocks(device, sched.blocks_to_copy)
         if sched.wait_for_encoder:
             self.encoder_stream.fence()

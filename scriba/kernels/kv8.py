@@ -84,9 +84,11 @@ def unpack4(packed: torch.Tensor) -> torch.Tensor:
     return (torch.cat([as_int & 15, as_int >> 4], dim=-1) - 8).to(torch.int8)
 
 
-def new_kv_scales(num_blocks: int, block_size: int, heads: int, device="cpu", pin_memory: bool = False):
-    """[2, blocks, block_size, heads] float32 ones."""
-    shape = (2, num_blocks, block_size, heads)
+def new_kv_scales(
+    num_blocks: int, block_size: int, heads: int, device="cpu", pin_memory: bool = False, halves: int = 2
+):
+    """[2, blocks, block_size, heads] float32 ones ([1, ...] with halves=1)."""
+    shape = (halves, num_blocks, block_size, heads)
     return torch.ones(shape, dtype=torch.float32, device=device, pin_memory=pin_memory)
 
 

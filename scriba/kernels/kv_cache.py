@@ -26,13 +26,20 @@ from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_t
 
 
 def new_kv_cache(
-    num_blocks: int, block_size: int, heads: int, head_dim: int, head_major: bool = False, **tensor_args
+    num_blocks: int,
+    block_size: int,
+    heads: int,
+    head_dim: int,
+    head_major: bool = False,
+    halves: int = 2,
+    **tensor_args,
 ) -> torch.Tensor:  # [2, num_blocks, block_size, heads, head_dim] zeros (head_dim / 2 bytes packed)
+    """halves=1: the K half alone, [1, ...] (the encoder states' pool, engine/kv_pools.py)."""
     head_dim = stored_dim(head_dim, tensor_args.get("dtype", torch.float32))
     if head_major:  # one region per K or V and head
-        shape = (2, heads, num_blocks, block_size, head_dim)
-        return _zeros(shape, regions=2 * heads, **tensor_args).permute(0, 2, 3, 1, 4)
-    return _zeros((2, num_blocks, block_size, heads, head_dim), **tensor_args)
+        shape = (halves, heads, num_blocks, block_size, head_dim)
+        return _zeros(shape, regions=halves * heads, **tensor_args).permute(0, 2, 3, 1, 4)
+    return _zeros((halves, num_blocks, block_size, heads, head_dim), **tensor_args)
 
 
 def _zeros(

@@ -101,20 +101,20 @@ def attend_states_ref(
 
 def write_states(
     states: torch.Tensor,  # [tokens, d_model]
-    states_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim]
-    states_scales: torch.Tensor | None,  # [2, blocks, block_size, heads]: an 8-bit cache's
+    states_cache: torch.Tensor,  # [1 or 2, blocks, block_size, heads, head_dim]: its K half written
+    states_scales: torch.Tensor | None,  # [1 or 2, blocks, block_size, heads]: an 8-bit cache's
     slot_mapping: torch.Tensor,  # [tokens] int
-    write_kv_cache,  # the backend's, for a float cache
 ) -> None:
-    """The encoder states into the K half at their slots (a float cache's V half gets the same,
-    never read); in an 8-bit cache as codes with one scale a row, in each of its heads' slots."""
+    """The encoder states into the K half at their slots (any layout: by block and offset), in
+    the cache's dtype; in an 8-bit cache as codes with one scale a row, in each of its heads' slots."""
     heads, dim = states_cache.shape[3:]
-    if states_scales is None:
-        rows = states.view(-1, heads, dim)
-        return write_kv_cache(rows, rows, states_cache, slot_mapping)
-    codes, row_scale = quantize(states, states_cache.dtype)
     slots = slot_mapping.long()
     block, offset = slots.div(states_cache.shape[2], rounding_mode="floor"), slots % states_cache.shape[2]
+    if states_scales is None:
+        states_cache[0][block, offset] = states.view(-1, heads, dim).to(states_cache.dtype)
+        return
+    codes, row_scale = quantize(states, states_cache.dtype)
+    # as bytes (the CPU has no index_put for float8)
     states_cache[0].view(torch.int8)[block, offset] = codes.view(torch.int8).view(-1, heads, dim)
     states_scales[0].view(-1, heads).index_copy_(0, slots, row_scale[:, None].expand(-1, heads).contiguous())
 

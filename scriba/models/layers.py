@@ -115,7 +115,7 @@ class Attention(nn.Module):
         """The encoder states [num_encoder_tokens, d_model] into the cross blocks at
         meta.cross_slot_mapping (kernels/paged_states_attention.write_states)."""
         slots, cache, scales = meta.cross_slot_mapping, self.states_cache, self.states_scales
-        write_states(encoder_hidden, cache, scales, slots, meta.backend.write_kv_cache)
+        write_states(encoder_hidden, cache, scales, slots)
 
 
 class MultiHeadAttention(nn.Module):

@@ -42,12 +42,16 @@ def test_bart_reads_the_states_as_its_projected_cache(tiny_bart, backend, encode
 
 @pytest.mark.parametrize("mode", ["swap", "recompute"])
 def test_preempted_requests_decode_as_unpreempted_ones(tiny_bart, mode):
+    """The states have pools of their own (as many blocks as the self pool here): long outputs run
+    the self pool out, and swapped requests move their states with them."""
     path, _ = tiny_bart
-    prompts = [{"prompt_token_ids": p} for p in random_prompts(10, seed=3, max_len=150)]
+    prompts = [{"prompt_token_ids": p} for p in random_prompts(10, seed=3, max_len=80)]
     settings = dict(device="cpu", dtype="float32", attention_backend="torch", cross_cache="states")
-    alone = greedy(Engine(path, num_kv_blocks=600, **settings), prompts)
-    tight = Engine(path, num_kv_blocks=40, num_cpu_blocks=400, preemption_mode=mode, **settings)
-    assert [t for t, _ in greedy(tight, prompts)] == [t for t, _ in alone]
+    params = SamplingParams(max_tokens=100, ignore_eos=True, logprobs=1)
+    alone = greedy(Engine(path, num_kv_blocks=600, **settings), prompts, params)
+    tight = Engine(path, num_kv_blocks=24, num_cpu_blocks=400, preemption_mode=mode, **settings)
+    assert tight.block_manager.cross_pools["device"].num_blocks == 24  # tiny_bart: 256 + 256 positions
+    assert [t for t, _ in greedy(tight, prompts, params)] == [t for t, _ in alone]
     sched = tight.scheduler
     assert (sched.num_swapped_out if mode == "swap" else sched.num_recomputed) > 0
 

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from scriba.kernels.kv8 import FP8, dequantized, new_kv_scales
-from scriba.kernels.kv_cache import write_kv_cache_ref
 from scriba.kernels.paged_attention import paged_decode_attention_ref
 from scriba.kernels.paged_states_attention import (
     attend_states_ref,
@@ -115,7 +114,7 @@ def quantized_states(lengths, heads, head_dim, dtype, seed):
         slots = torch.tensor(
             [table[p // BLOCK_SIZE] * BLOCK_SIZE + p % BLOCK_SIZE for p in range(len(states))]
         )
-        write_states(states.to(DEVICE), codes, scales, slots.to(DEVICE), write_kv_cache_ref)
+        write_states(states.to(DEVICE), codes, scales, slots.to(DEVICE))
     return codes, scales, tables, lens, cache
 
 

@@ -1,0 +1,79 @@
+"""The KV cache's tensors, allocated for the model runner: one cache per decoder layer ([2, blocks,
+block_size, heads, head_dim]: K and V), an 8-bit cache's scales beside each ([2, blocks,
+block_size, heads]), and under EngineConfig.cross_cache="states" the encoder states' own pool (one
+K half, [1, blocks, block_size, heads, head_dim], and its scales): the cross tables' blocks
+(BlockManager.cross_pools), a 1 / (2 x layers) of a layer block's memory.
+
+Zeros (new_kv_cache), not empty: a never-written slot may be read under a zero attention weight.
+A host pool beside a GPU is pinned, so swaps move without blocking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from scriba.kernels.kv8 import is_quantized, new_kv_scales, storage_dtype
+from scriba.kernels.kv_cache import new_kv_cache
+
+
+@dataclass
+class CacheShape:
+    """What every pool of one engine is made of."""
+
+    block_size: int
+    heads: int
+    head_dim: int
+    num_layers: int
+    dtype: torch.dtype  # the cache's (kv8.py's 8-bit or 4-bit dtypes included)
+    compute_device: torch.device  # where the model runs
+    head_major: bool  # the backend's layout on the compute device (kv_cache.new_kv_cache)
+
+    @classmethod
+    def of(cls, model, block_size: int, dtype: torch.dtype, device=None, head_major=False) -> CacheShape:
+        layers = model.decoder_attention_layers()
+        attn = layers[0][0]
+        device = torch.device(device or "cpu")
+        return cls(block_size, attn.num_heads, attn.head_dim, len(layers), dtype, device, head_major)
+
+    def _placement(self, num_blocks: int, device) -> dict:
+        device = torch.device(device)
+        pin = device.type == "cpu" and self.compute_device.type == "cuda" and num_blocks > 0
+        return dict(device=device, pin=pin, head_major=self.head_major and device == self.compute_device)
+
+    def layer_caches(self, num_blocks: int, device, halves: int = 2) -> list[torch.Tensor]:
+        """One cache a layer (halves=1: one [1, ...] K half, the states' pool)."""
+        where = self._placement(num_blocks, device)
+        block = (num_blocks, self.block_size, self.heads, self.head_dim)
+        tensor = dict(dtype=storage_dtype(self.dtype), device=where["device"], pin_memory=where["pin"])
+        count = self.num_layers if halves == 2 else 1
+        return [
+            new_kv_cache(*block, head_major=where["head_major"], halves=halves, **tensor)
+            for _ in range(count)
+        ]
+
+    def layer_scales(self, num_blocks: int, device, halves: int = 2) -> list[torch.Tensor]:
+        """An 8-bit cache's scales, beside each of layer_caches' (none for a float cache)."""
+        if not is_quantized(self.dtype):
+            return []
+        where = self._placement(num_blocks, device)
+        count = self.num_layers if halves == 2 else 1
+        make = lambda: new_kv_scales(
+            num_blocks, self.block_size, self.heads, where["device"], where["pin"], halves
+        )  # noqa: E731
+        return [make() for _ in range(count)]
+
+    def states_pool(self, num_blocks: int, device) -> list[torch.Tensor]:
+        """The encoder states' pool: [cache [1, blocks, block_size, heads, head_dim]] and, for an
+        8-bit cache, its scales [1, blocks, block_size, heads]."""
+        return self.layer_caches(num_blocks, device, halves=1) + self.layer_scales(
+            num_blocks, device, halves=1
+        )
+
+    def bytes_per_block(self, halves: int = 2) -> int:
+        """A block's bytes over every layer's cache and scales (halves=1: a block of the states' pool)."""
+        itemsize = torch.empty((), dtype=storage_dtype(self.dtype)).element_size()
+        vectors = halves * self.block_size * self.heads
+        scales = vectors * 4 if is_quantized(self.dtype) else 0  # a float32 per vector
+        return (self.num_layers if halves == 2 else 1) * (vectors * self.head_dim * itemsize + scales)
