@@ -179,3 +179,18 @@ def beams_and_forks_params() -> list:
         SamplingParams(n=2, temperature=0.7, seed=6, max_tokens=8),
         SamplingParams(max_tokens=30),
     ]
+
+
+def assert_follows(exact, approx, tolerance: float, share: float = 0.9) -> None:
+    """Greedy outputs (token ids, log-probs) of a rounding cache against the exact ones: each
+    sequence the same up to where a near-tie turned (the rest is another sequence), the chosen
+    tokens' log-probs within `tolerance` there, and at least `share` of all tokens so agreed."""
+    agreed = total = 0
+    for (a, a_lp), (b, b_lp) in zip(exact, approx):
+        for i, (x, y) in enumerate(zip(a, b)):
+            total += 1
+            if x != y:
+                break
+            agreed += 1
+            assert abs(a_lp[i][x].logprob - b_lp[i][y].logprob) < tolerance
+    assert agreed >= share * total, (agreed, total)
