@@ -36,8 +36,9 @@ MAX_CHUNKS = 5  # the kernel's accumulators: d_model up to 5 x 256 (Whisper larg
 # rows: a program's query rows, heads padded up (16, the least a tensor-core product takes, splits
 # Whisper large's 20 heads into two programs of 10 that read the same states; 32: one program).
 # hoist_q: q's chunks held in registers across the loop (HOIST_Q).
-# tile 16: each stage of a tile's loads is 16 x d_model values in shared memory.
-LAUNCH = dict(tile=16, rows=16, hoist_q=False, num_warps=4, num_stages=2)
+# tile 16 and one stage: a stage of a tile's loads is 16 x d_model values of E and as many of q in
+# shared memory (Whisper large: 40 KB each in float16; 80 KB each in float32), so more may not fit.
+LAUNCH = dict(tile=16, rows=16, hoist_q=False, num_warps=4, num_stages=1)
 
 
 def absorb_queries(q: torch.Tensor, kv_weight: torch.Tensor) -> torch.Tensor:
