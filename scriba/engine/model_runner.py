@@ -42,6 +42,7 @@ from scriba.kernels import AttentionMetadata, AttentionType, get_backend
 from scriba.kernels.context_reads import group_context_reads
 from scriba.kernels.kv8 import view_for
 from scriba.kernels.kv_cache import copy_blocks, swap_blocks
+from scriba.kernels.paged_states_attention import chunk_of
 from scriba.kernels.to_device import stack_to_device, to_device
 from scriba.models.decoder_step import MAX_ROWS, NumbaDecoderStep, unsupported
 
@@ -118,8 +119,7 @@ class ModelRunner:
         self.cpu_caches: list[torch.Tensor] = []
         self.kv_scales: list[torch.Tensor] = []  # an 8-bit cache's, beside each layer's (kv8.py)
         self.cpu_scales: list[torch.Tensor] = []
-        self.states: list[torch.Tensor] = []  # cross_cache="states": the states' pool (new_states_pool)
-        self.cpu_states: list[torch.Tensor] = []
+        self.states, self.cpu_states = [], []  # cross_cache="states": the states' pools (new_states_pool)
         head_major = self.backend.head_major_cache
         self.cache_shape = CacheShape.of(model, block_size, self.kv_cache_dtype, self.device, head_major)
         self.graphs: DecodeGraphs | None = None
@@ -152,7 +152,10 @@ class ModelRunner:
         return self.cache_shape.layer_scales(num_blocks, device)
 
     def new_states_pool(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
-        """cross_cache="states": the encoder states' cache and scales (engine/kv_pools.py), else []."""
+        """cross_cache="states": the encoder states' cache and scales (engine/kv_pools.py), else [];
+        the Triton kernel's limit on d_model said at start, not at the first decode step."""
+        if self.cross_cache == "states" and self.backend.name in ("triton", "cuda"):
+            chunk_of(self.cache_shape.heads * self.cache_shape.head_dim)
         return self.cache_shape.states_pool(num_blocks, device) if self.cross_cache == "states" else []
 
     def bind_kv_caches(self, caches: list[torch.Tensor], scales=(), states: list[torch.Tensor] = ()) -> None:
