@@ -14,11 +14,12 @@ sequence over one head d_model wide (`attend_states_*`), its result projected ba
 (`project_context`). The price is compute: the scores and the weighted sum over d_model, not
 head_dim, per head, which the Triton kernel runs as tensor-core products.
 
-The states sit in the first decoder layer's cache, in the K half of its cross blocks ([blocks,
-block_size, heads, head_dim], a row of heads x head_dim = d_model), so blocks are allocated,
-copied and swapped as before. In an 8-bit cache (kv8.py) a row has one scale, kept in each of its
-heads' scale slots: a scale per position factors out of both products (score_t = scale_t (q . codes_t),
-and the weighted sum takes p_t scale_t), so the kernel converts codes and multiplies nothing else.
+The states sit in a pool of their own, shaped as one layer's K half ([1, blocks, block_size,
+heads, head_dim], a row of heads x head_dim = d_model; engine/kv_pools.py), the cross tables'
+blocks (BlockManager.cross_pools). In an 8-bit cache (kv8.py) a row has one scale, kept in each of
+its heads' scale slots: a scale per position factors out of both products (score_t = scale_t
+(q . codes_t), and the weighted sum takes p_t scale_t), so the kernel converts codes and scales
+each score and weight once.
 """
 
 from __future__ import annotations
@@ -62,14 +63,14 @@ def project_context(
 
 def states_decode_attention(
     q: torch.Tensor,  # [seqs, heads, head_dim]
-    states_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim]: E in the K half
+    states_cache: torch.Tensor,  # [1, blocks, block_size, heads, head_dim]: E (kv_pools.py)
     kv_weight: torch.Tensor,  # [2 * d_model, d_model]
     kv_bias: torch.Tensor | None,  # [2 * d_model]
     block_tables: torch.Tensor,  # [seqs, max_blocks] int
     seq_lens: torch.Tensor,  # [seqs] int, >= 1
     scale: float,
     attend,  # attend_states_ref or attend_states_triton
-    states_scales: torch.Tensor | None = None,  # [2, blocks, block_size, heads]: an 8-bit cache's
+    states_scales: torch.Tensor | None = None,  # [1, blocks, block_size, heads]: an 8-bit cache's
 ) -> torch.Tensor:  # [seqs, heads, head_dim]
     """Cross-attention of one query token a sequence, read through the cached encoder states."""
     queries = absorb_queries(q, kv_weight.to(q.dtype))
