@@ -92,7 +92,10 @@ def test_whisper_through_the_triton_kernel(tiny_whispers, kv):
         engine.runner.capture_decode_graphs(
             max_batch=4, max_self_blocks=28, max_cross_blocks=94, capture=False
         )
-    assert_same(expected, greedy(engine, prompts, params), tolerance=2e-3 if DEVICE == "cuda" else 1e-4)
+    # On a GPU the encoder's float32 products round otherwise than the CPU's, so an fp8 code at a
+    # rounding edge may differ by a step: kv8's tolerance against the float cache (test_kv8_cache.py)
+    tolerance = 1e-4 if DEVICE == "cpu" else 2e-3 if kv == "auto" else 0.06
+    assert_same(expected, greedy(engine, prompts, params), tolerance=tolerance)
 
 
 def test_real_speech_keeps_its_words_and_times():
