@@ -70,11 +70,7 @@ def main() -> None:
     setting = args.setting
 
     def transcribe(audio, flag: bool) -> str:
-        if setting == "cross_cache":
-            options = {"cross_cache": "states" if flag else "projected", "dtype": "float32"}
-        else:
-            options = {setting: flag}
-        return scriba.transcribe((audio, 16000), model=args.model, **options).text
+        return scriba.transcribe((audio, 16000), model=args.model, **setting_options(setting, flag)).text
 
     for flag in (False, True):  # load and warm both engines
         transcribe(clips["short (jfk, 11 s)"], flag)
@@ -104,6 +100,13 @@ def main() -> None:
             long = wer([long_ref], [texts["long", flag]]) if long_ref else float("nan")
             say(f"WER, {setting}={flag}: {len(paths)} short clips {short:.4f}, the long recording {long:.4f}")
     save_lines(lines, args.out)
+
+
+def setting_options(setting: str, on: bool) -> dict:
+    """The engine options of `setting` off or on (cross_cache: both in float32)."""
+    if setting == "cross_cache":
+        return {"cross_cache": "states" if on else "projected", "dtype": "float32"}
+    return {setting: on}
 
 
 def long_reference(path: str) -> str | None:

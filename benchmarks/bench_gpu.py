@@ -364,6 +364,11 @@ SUFFIXES = (
 )
 
 
+def json_or_file(text: str) -> dict:
+    """A JSON object given as is, or the path of a file holding one."""
+    return json.loads(text if text.lstrip().startswith("{") else open(text).read())
+
+
 def base_variant(name: str) -> str:
     for suffix in SUFFIXES:
         name = name.replace(suffix, "")
@@ -583,13 +588,9 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     args.dtype = args.dtype or ("float16" if args.device.startswith("cuda") else "float32")
     if args.decode_launch:
-        text = args.decode_launch
-        args.decode_launch = json.loads(text if text.lstrip().startswith("{") else open(text).read())
+        args.decode_launch = json_or_file(args.decode_launch)
     if args.states_launch:
-        text = args.states_launch
-        paged_states_attention.LAUNCH.update(
-            json.loads(text if text.lstrip().startswith("{") else open(text).read())
-        )
+        paged_states_attention.LAUNCH.update(json_or_file(args.states_launch))
     global OUT_PATH
     OUT_PATH = args.out
     if args.out:

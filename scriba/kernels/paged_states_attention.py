@@ -191,6 +191,34 @@ if HAS_TRITON:
         return acc * rescale[:, None] + _dot(weights.to(e.dtype), e, PRECISION)
 
     @triton.jit
+    def _q_chunks(q_rows, row_mask, CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr):
+        """The program's queries as five chunks [ROWS, CHUNK] (those past d_model zeros, never read)."""
+        return (
+            _q_chunk(q_rows, row_mask, 0, CHUNK, NUM_CHUNKS),
+            _q_chunk(q_rows, row_mask, 1, CHUNK, NUM_CHUNKS),
+            _q_chunk(q_rows, row_mask, 2, CHUNK, NUM_CHUNKS),
+            _q_chunk(q_rows, row_mask, 3, CHUNK, NUM_CHUNKS),
+            _q_chunk(q_rows, row_mask, 4, CHUNK, NUM_CHUNKS),
+        )
+
+    @triton.jit
+    def _accumulate_chunks(
+        acc0, acc1, acc2, acc3, acc4, rescale, weights, states_ptr, row, valid, CHUNK: tl.constexpr,
+        NUM_CHUNKS: tl.constexpr, PRECISION: tl.constexpr, like,
+    ):  # fmt: skip
+        """Each of the NUM_CHUNKS accumulators rescaled, plus the weights times its chunk of the tile."""
+        acc0 = _accumulate(acc0, rescale, weights, states_ptr, row, valid, 0, CHUNK, PRECISION, like)
+        if NUM_CHUNKS > 1:
+            acc1 = _accumulate(acc1, rescale, weights, states_ptr, row, valid, 1, CHUNK, PRECISION, like)
+        if NUM_CHUNKS > 2:
+            acc2 = _accumulate(acc2, rescale, weights, states_ptr, row, valid, 2, CHUNK, PRECISION, like)
+        if NUM_CHUNKS > 3:
+            acc3 = _accumulate(acc3, rescale, weights, states_ptr, row, valid, 3, CHUNK, PRECISION, like)
+        if NUM_CHUNKS > 4:
+            acc4 = _accumulate(acc4, rescale, weights, states_ptr, row, valid, 4, CHUNK, PRECISION, like)
+        return acc0, acc1, acc2, acc3, acc4
+
+    @triton.jit
     def _store_chunk(
         acc, k: tl.constexpr, out_at, part_acc_at, d_model, total, row_mask, ONE_SPLIT: tl.constexpr,
         CHUNK: tl.constexpr,
@@ -227,11 +255,7 @@ if HAS_TRITON:
         row_mask = (r < heads_per_program) & (head < num_heads)
         q_rows = q_ptr + seq * stride_q_seq + head[:, None] * stride_q_head
         # q's chunks, read once here where HOIST_Q (a chunk past d_model reads nothing and is never used)
-        q0 = _q_chunk(q_rows, row_mask, 0, CHUNK, NUM_CHUNKS)
-        q1 = _q_chunk(q_rows, row_mask, 1, CHUNK, NUM_CHUNKS)
-        q2 = _q_chunk(q_rows, row_mask, 2, CHUNK, NUM_CHUNKS)
-        q3 = _q_chunk(q_rows, row_mask, 3, CHUNK, NUM_CHUNKS)
-        q4 = _q_chunk(q_rows, row_mask, 4, CHUNK, NUM_CHUNKS)
+        q0, q1, q2, q3, q4 = _q_chunks(q_rows, row_mask, CHUNK, NUM_CHUNKS)
         running_max = tl.full([ROWS], float("-inf"), tl.float32)
         total = tl.zeros([ROWS], tl.float32)
         acc0 = tl.zeros([ROWS, CHUNK], tl.float32)
@@ -255,15 +279,10 @@ if HAS_TRITON:
             running_max, rescale, weights, total = _row_update(scores, valid, running_max, total)
             if SCALED:
                 weights *= row_scale[None, :]
-            acc0 = _accumulate(acc0, rescale, weights, states_ptr, row, valid, 0, CHUNK, PRECISION, q0)
-            if NUM_CHUNKS > 1:
-                acc1 = _accumulate(acc1, rescale, weights, states_ptr, row, valid, 1, CHUNK, PRECISION, q0)
-            if NUM_CHUNKS > 2:
-                acc2 = _accumulate(acc2, rescale, weights, states_ptr, row, valid, 2, CHUNK, PRECISION, q0)
-            if NUM_CHUNKS > 3:
-                acc3 = _accumulate(acc3, rescale, weights, states_ptr, row, valid, 3, CHUNK, PRECISION, q0)
-            if NUM_CHUNKS > 4:
-                acc4 = _accumulate(acc4, rescale, weights, states_ptr, row, valid, 4, CHUNK, PRECISION, q0)
+            acc0, acc1, acc2, acc3, acc4 = _accumulate_chunks(
+                acc0, acc1, acc2, acc3, acc4, rescale, weights, states_ptr, row, valid, CHUNK, NUM_CHUNKS,
+                PRECISION, q0,
+            )  # fmt: skip
         _store_states_output(
             out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr, seq, head, split, num_heads, num_splits,
             d_model, stride_out_seq, stride_out_head, row_mask, running_max, total, acc0, acc1, acc2,
