@@ -3,7 +3,7 @@ kernels/paged_states_attention.py) against the paged decode of each layer's proj
 GPU: Whisper large's shape (1500 positions, 20 heads of 64, d_model 1280), float16 and fp8 states
 (a scale a row), batch 64 and 256. Times one layer's read (the states kernel alone, and with the
 query's absorption and the context's projection), its bytes per second, the error against the
-torch form, over LAUNCH's grid (tile, rows, hoist_q, warps, stages); `--best-out` writes the
+torch form, over LAUNCH's grid (tile, rows, hoist_q, reuse_e, warps, stages); `--best-out` writes the
 fastest launch at batch 256 (a file a kind where its name has "{kind}").
 
     python benchmarks/tune_states_decode.py [--best-out best.json]   # on a GPU
@@ -29,13 +29,21 @@ from scriba.kernels.paged_states_attention import (
 
 HEADS, HEAD_DIM, LENGTH, BLOCK = 20, 64, 1500, 16
 D_MODEL = HEADS * HEAD_DIM
-GRID = dict(tile=(16, 32), rows=(16, 32), hoist_q=(False, True), num_warps=(4, 8), num_stages=(1, 2))
+GRID = dict(
+    tile=(16, 32),
+    rows=(16, 32),
+    hoist_q=(False, True),
+    reuse_e=(False, True),
+    num_warps=(4, 8),
+    num_stages=(1, 2),
+)
 
 
 def worth_trying(launch: dict) -> bool:
     """32 rows keep 5 x [32, 256] float32 accumulators: 320 registers a thread in 4 warps, and q's
-    chunks on top where hoisted; those launches only spill."""
-    return launch["rows"] == 16 or (launch["num_warps"] == 8 and not launch["hoist_q"])
+    chunks or the tile's on top where kept; those launches only spill."""
+    lean = launch["num_warps"] == 8 and not (launch["hoist_q"] or launch["reuse_e"])
+    return launch["rows"] == 16 or lean
 
 
 def case(seqs: int, kind: str):

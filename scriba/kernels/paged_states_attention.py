@@ -36,10 +36,11 @@ MAX_CHUNKS = 5  # the kernel's accumulators: d_model up to 5 x 256 (Whisper larg
 # How the Triton kernel is launched; not yet timed on a GPU (benchmarks/tune_states_decode.py).
 # rows: a program's query rows, heads padded up (16, the least a tensor-core product takes, splits
 # Whisper large's 20 heads into two programs of 10 that read the same states; 32: one program).
-# hoist_q: q's chunks held in registers across the loop (HOIST_Q).
+# hoist_q: q's chunks held in registers across the loop (HOIST_Q); reuse_e: a tile's states read
+# once for both products (REUSE_E), not again for the weighted sum.
 # tile 16 and one stage: a stage of a tile's loads is 16 x d_model values of E and as many of q in
 # shared memory (Whisper large: 40 KB each in float16; 80 KB each in float32), so more may not fit.
-LAUNCH = dict(tile=16, rows=16, hoist_q=False, num_warps=4, num_stages=1)
+LAUNCH = dict(tile=16, rows=16, hoist_q=False, reuse_e=False, num_warps=4, num_stages=1)
 
 
 def absorb_queries(q: torch.Tensor, kv_weight: torch.Tensor) -> torch.Tensor:
@@ -151,9 +152,12 @@ if HAS_TRITON:
         TILE: tl.constexpr, CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr, PRECISION: tl.constexpr,
         HOIST_Q: tl.constexpr,
     ):  # fmt: skip
-        """The queries' products [ROWS, TILE] with a tile's states (0 where not valid), chunk by
-        chunk: q's chunks the hoisted q0..q4 (HOIST_Q), else read here."""
+        """(the queries' products [ROWS, TILE] with a tile's states, 0 where not valid; the tile's
+        chunks e0..e4 [TILE, CHUNK] as read, zeros past d_model), chunk by chunk: q's chunks the
+        hoisted q0..q4 (HOIST_Q), else read here."""
         scores = tl.zeros([ROWS, TILE], tl.float32)
+        zeros = tl.zeros([TILE, CHUNK], q0.dtype)
+        e0, e1, e2, e3, e4 = zeros, zeros, zeros, zeros, zeros
         for k in tl.static_range(NUM_CHUNKS):
             if not HOIST_Q:
                 q = _q_chunk(q_rows, row_mask, k, CHUNK, NUM_CHUNKS)
@@ -169,7 +173,17 @@ if HAS_TRITON:
                 q = q4
             e = _states_chunk(states_ptr, row, valid, k, CHUNK, q)
             scores += _dot(q, tl.trans(e), PRECISION)
-        return scores
+            if k == 0:
+                e0 = e
+            elif k == 1:
+                e1 = e
+            elif k == 2:
+                e2 = e
+            elif k == 3:
+                e3 = e
+            else:
+                e4 = e
+        return scores, e0, e1, e2, e3, e4
 
     @triton.jit
     def _row_update(scores, valid, running_max, total):
@@ -180,15 +194,6 @@ if HAS_TRITON:
         rescale = tl.where(new_max > float("-inf"), tl.exp(running_max - new_max), 0.0)
         weights = tl.where(valid[None, :], tl.exp(scores - new_max[:, None]), 0.0)
         return new_max, rescale, weights, total * rescale + tl.sum(weights, 1)
-
-    @triton.jit
-    def _accumulate(
-        acc, rescale, weights, states_ptr, row, valid, k: tl.constexpr, CHUNK: tl.constexpr,
-        PRECISION: tl.constexpr, like,
-    ):  # fmt: skip
-        """acc [ROWS, CHUNK] rescaled, plus the weights [ROWS, TILE] times the tile's chunk k."""
-        e = _states_chunk(states_ptr, row, valid, k, CHUNK, like)
-        return acc * rescale[:, None] + _dot(weights.to(e.dtype), e, PRECISION)
 
     @triton.jit
     def _q_chunks(q_rows, row_mask, CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr):
@@ -202,20 +207,32 @@ if HAS_TRITON:
         )
 
     @triton.jit
+    def _accumulate(
+        acc, rescale, weights, e, states_ptr, row, valid, k: tl.constexpr, CHUNK: tl.constexpr,
+        PRECISION: tl.constexpr, REUSE_E: tl.constexpr,
+    ):  # fmt: skip
+        """acc [ROWS, CHUNK] rescaled, plus the weights [ROWS, TILE] times the tile's chunk k: `e`,
+        as the scores read it (REUSE_E), else read again (from L1 or L2)."""
+        if not REUSE_E:
+            e = _states_chunk(states_ptr, row, valid, k, CHUNK, e)
+        return acc * rescale[:, None] + _dot(weights.to(e.dtype), e, PRECISION)
+
+    @triton.jit
     def _accumulate_chunks(
-        acc0, acc1, acc2, acc3, acc4, rescale, weights, states_ptr, row, valid, CHUNK: tl.constexpr,
-        NUM_CHUNKS: tl.constexpr, PRECISION: tl.constexpr, like,
+        acc0, acc1, acc2, acc3, acc4, e0, e1, e2, e3, e4, rescale, weights, states_ptr, row, valid,
+        CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr, PRECISION: tl.constexpr, REUSE_E: tl.constexpr,
     ):  # fmt: skip
         """Each of the NUM_CHUNKS accumulators rescaled, plus the weights times its chunk of the tile."""
-        acc0 = _accumulate(acc0, rescale, weights, states_ptr, row, valid, 0, CHUNK, PRECISION, like)
+        p, r = PRECISION, REUSE_E
+        acc0 = _accumulate(acc0, rescale, weights, e0, states_ptr, row, valid, 0, CHUNK, p, r)
         if NUM_CHUNKS > 1:
-            acc1 = _accumulate(acc1, rescale, weights, states_ptr, row, valid, 1, CHUNK, PRECISION, like)
+            acc1 = _accumulate(acc1, rescale, weights, e1, states_ptr, row, valid, 1, CHUNK, p, r)
         if NUM_CHUNKS > 2:
-            acc2 = _accumulate(acc2, rescale, weights, states_ptr, row, valid, 2, CHUNK, PRECISION, like)
+            acc2 = _accumulate(acc2, rescale, weights, e2, states_ptr, row, valid, 2, CHUNK, p, r)
         if NUM_CHUNKS > 3:
-            acc3 = _accumulate(acc3, rescale, weights, states_ptr, row, valid, 3, CHUNK, PRECISION, like)
+            acc3 = _accumulate(acc3, rescale, weights, e3, states_ptr, row, valid, 3, CHUNK, p, r)
         if NUM_CHUNKS > 4:
-            acc4 = _accumulate(acc4, rescale, weights, states_ptr, row, valid, 4, CHUNK, PRECISION, like)
+            acc4 = _accumulate(acc4, rescale, weights, e4, states_ptr, row, valid, 4, CHUNK, p, r)
         return acc0, acc1, acc2, acc3, acc4
 
     @triton.jit
@@ -238,7 +255,7 @@ if HAS_TRITON:
         stride_q_head, stride_states_block, stride_states_tok, stride_table, stride_out_seq,
         stride_out_head, BLOCK_SIZE: tl.constexpr, TILE: tl.constexpr, ROWS: tl.constexpr,
         CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr, ONE_SPLIT: tl.constexpr, PRECISION: tl.constexpr,
-        HOIST_Q: tl.constexpr, SCALED: tl.constexpr,
+        HOIST_Q: tl.constexpr, SCALED: tl.constexpr, REUSE_E: tl.constexpr,
     ):  # fmt: skip
         """Program (head group, seq, split): the group's queries [ROWS, d_model] attend over the
         sequence's states at positions [split * partition, +partition), read once a tile for the
@@ -246,7 +263,8 @@ if HAS_TRITON:
         to MAX_CHUNKS accumulators [ROWS, CHUNK], one a chunk (Triton has no arrays of them).
         PRECISION: float32 products in full ("ieee"), not a GPU's default tf32. HOIST_Q: q's chunks
         held in registers across the loop, not read again (from L1) every tile. SCALED: an 8-bit
-        cache, a scale a position (scales [blocks, BLOCK_SIZE, heads], each head's the same)."""
+        cache, a scale a position (scales [blocks, BLOCK_SIZE, heads], each head's the same). REUSE_E:
+        the weighted sum takes the tile's chunks the scores read, not reading them again."""
         group, seq, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         start = split * partition
         end = tl.minimum(start + partition, tl.load(lens_ptr + seq))
@@ -268,10 +286,11 @@ if HAS_TRITON:
             valid = pos < end
             block = tl.load(tables_ptr + seq * stride_table + pos // BLOCK_SIZE, mask=valid, other=0)
             row = block.to(tl.int64) * stride_states_block + (pos % BLOCK_SIZE) * stride_states_tok
-            scores = _tile_scores(
+            scores, e0, e1, e2, e3, e4 = _tile_scores(
                 q0, q1, q2, q3, q4, q_rows, row_mask, states_ptr, row, valid, ROWS, TILE, CHUNK,
                 NUM_CHUNKS, PRECISION, HOIST_Q,
-            ) * scale  # fmt: skip
+            )  # fmt: skip
+            scores *= scale
             if SCALED:
                 slot = block.to(tl.int64) * BLOCK_SIZE + pos % BLOCK_SIZE
                 row_scale = tl.load(scales_ptr + slot * num_heads, mask=valid, other=0.0)
@@ -280,8 +299,8 @@ if HAS_TRITON:
             if SCALED:
                 weights *= row_scale[None, :]
             acc0, acc1, acc2, acc3, acc4 = _accumulate_chunks(
-                acc0, acc1, acc2, acc3, acc4, rescale, weights, states_ptr, row, valid, CHUNK, NUM_CHUNKS,
-                PRECISION, q0,
+                acc0, acc1, acc2, acc3, acc4, e0, e1, e2, e3, e4, rescale, weights, states_ptr, row, valid,
+                CHUNK, NUM_CHUNKS, PRECISION, REUSE_E,
             )  # fmt: skip
         _store_states_output(
             out_ptr, part_max_ptr, part_sum_ptr, part_acc_ptr, seq, head, split, num_heads, num_splits,
@@ -343,7 +362,7 @@ def attend_states_triton(
     if num_seqs == 0:
         return out
     launch = {**LAUNCH, **(launch or {})}
-    tile, rows, hoist_q = launch.pop("tile"), launch.pop("rows"), launch.pop("hoist_q")
+    tile, rows, hoist_q, reuse_e = (launch.pop(key) for key in ("tile", "rows", "hoist_q", "reuse_e"))
     groups = -(-heads // rows)
     per_program = -(-heads // groups)
     block_size, chunk = states.shape[1], chunk_of(d_model)
@@ -357,7 +376,7 @@ def attend_states_triton(
         BLOCK_SIZE=block_size, TILE=tile, ROWS=max(16, next_power_of_2(per_program)),
         CHUNK=chunk, NUM_CHUNKS=d_model // chunk, ONE_SPLIT=num_splits == 1,
         PRECISION="ieee" if queries.dtype == torch.float32 else "default", HOIST_Q=hoist_q,
-        SCALED=row_scales is not None, **launch,
+        SCALED=row_scales is not None, REUSE_E=reuse_e, **launch,
     )  # fmt: skip
     if num_splits > 1:
         _reduce_splits(part_max, part_sum, part_acc, out, num_splits, next_power_of_2(d_model))

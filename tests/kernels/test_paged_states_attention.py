@@ -84,7 +84,8 @@ def test_triton_matches_the_reference(heads, head_dim):
         got = attend_states_triton(queries, cache[0], tables, lens, head_dim**-0.5, num_splits=num_splits)
         torch.testing.assert_close(got, expected, rtol=2e-5, atol=2e-5)
     # LAUNCH's hoist_q (q's chunks read once); rows=32: Whisper large's 20 heads in one program, not two
-    for launch in [dict(hoist_q=True)] + [dict(rows=32, hoist_q=True)] * (heads > 16):
+    # reuse_e: the tile's states read once for both products
+    for launch in [dict(hoist_q=True, reuse_e=True)] + [dict(rows=32, hoist_q=True)] * (heads > 16):
         got = attend_states_triton(queries, cache[0], tables, lens, head_dim**-0.5, launch=launch)
         torch.testing.assert_close(got, expected, rtol=2e-5, atol=2e-5)
 
@@ -138,6 +139,9 @@ def test_triton_reads_8bit_states_as_the_reference(dtype):
     codes, scales, tables, lens, _ = quantized_states(lengths, heads, head_dim, dtype, seed=4)
     queries = torch.randn(len(lengths), heads, heads * head_dim).to(DEVICE) / head_dim
     expected = attend_states_ref(queries, codes[0], tables, lens, 0.25, scales[0])
-    for num_splits in (1, 3):
-        got = attend_states_triton(queries, codes[0], tables, lens, 0.25, scales[0], num_splits=num_splits)
+    for num_splits, reuse_e in ((1, False), (3, True)):
+        launch = dict(reuse_e=reuse_e)
+        got = attend_states_triton(
+            queries, codes[0], tables, lens, 0.25, scales[0], num_splits=num_splits, launch=launch
+        )
         torch.testing.assert_close(got, expected, rtol=2e-5, atol=2e-5)
