@@ -140,3 +140,28 @@ def test_what_states_cannot_run_with_is_refused():
         ((name, value),) = clash.items()
         with pytest.raises(ValueError, match=f"cannot run with {name}={value!r}"):
             EngineConfig(device="cpu", cross_cache="states", **clash)
+
+
+def test_a_request_takes_less_memory_with_states(tiny_whispers):
+    """The pools as sized (engine/memory.kv_pool_sizes): a full-length request's cross table in
+    the states' pool costs one layer's K half a block, not every layer's K and V."""
+    from scriba.engine.memory import kv_pool_sizes
+
+    path, _ = tiny_whispers["multilingual"]
+    engines = {
+        c: Engine(path, device="cpu", num_kv_blocks=200, cross_cache=c) for c in ("projected", "states")
+    }
+    per_request = {}
+    for cross, engine in engines.items():
+        sizes = kv_pool_sizes(engine.config, engine.runner)
+        per_request[cross] = sizes.bytes_per_block * sizes.per_request
+    states = engines["states"]
+    shape, pool = states.runner.cache_shape, states.block_manager.cross_pools["device"]
+    assert shape.bytes_per_block(halves=1) * 2 * shape.num_layers == shape.bytes_per_block()
+    cross_full, self_full = (
+        -(-n // 16) for n in (states.model.max_encoder_len, states.model.max_decoder_len)
+    )
+    expected = (self_full + cross_full / (2 * shape.num_layers)) / (self_full + cross_full)
+    assert per_request["states"] / per_request["projected"] == pytest.approx(expected, rel=0.01)
+    assert pool.num_blocks == -(-200 * cross_full // self_full)  # a self block's share of states blocks
+    assert states.runner.states[0].shape == (1, pool.num_blocks, 16, shape.heads, shape.head_dim)
