@@ -42,38 +42,37 @@ class CacheShape:
         pin = device.type == "cpu" and self.compute_device.type == "cuda" and num_blocks > 0
         return dict(device=device, pin=pin, head_major=self.head_major and device == self.compute_device)
 
-    def layer_caches(self, num_blocks: int, device, halves: int = 2) -> list[torch.Tensor]:
-        """One cache a layer (halves=1: one [1, ...] K half, the states' pool)."""
-        where = self._placement(num_blocks, device)
+    def _kind(self, states: bool) -> tuple[int, int]:
+        """(halves, tensors) of a pool: each layer's K and V, or the states' one K half."""
+        return (1, 1) if states else (2, self.num_layers)
+
+    def layer_caches(self, num_blocks: int, device, states: bool = False) -> list[torch.Tensor]:
+        """One cache a layer [2, blocks, block_size, heads, head_dim] (states: one [1, ...] K half)."""
+        (halves, count), where = self._kind(states), self._placement(num_blocks, device)
         block = (num_blocks, self.block_size, self.heads, self.head_dim)
         tensor = dict(dtype=storage_dtype(self.dtype), device=where["device"], pin_memory=where["pin"])
-        count = self.num_layers if halves == 2 else 1
         return [
             new_kv_cache(*block, head_major=where["head_major"], halves=halves, **tensor)
             for _ in range(count)
         ]
 
-    def layer_scales(self, num_blocks: int, device, halves: int = 2) -> list[torch.Tensor]:
+    def layer_scales(self, num_blocks: int, device, states: bool = False) -> list[torch.Tensor]:
         """An 8-bit cache's scales, beside each of layer_caches' (none for a float cache)."""
         if not is_quantized(self.dtype):
             return []
-        where = self._placement(num_blocks, device)
-        count = self.num_layers if halves == 2 else 1
-        make = lambda: new_kv_scales(
-            num_blocks, self.block_size, self.heads, where["device"], where["pin"], halves
-        )  # noqa: E731
-        return [make() for _ in range(count)]
+        (halves, count), where = self._kind(states), self._placement(num_blocks, device)
+        shape = (num_blocks, self.block_size, self.heads, where["device"], where["pin"], halves)
+        return [new_kv_scales(*shape) for _ in range(count)]
 
     def states_pool(self, num_blocks: int, device) -> list[torch.Tensor]:
         """The encoder states' pool: [cache [1, blocks, block_size, heads, head_dim]] and, for an
         8-bit cache, its scales [1, blocks, block_size, heads]."""
-        return self.layer_caches(num_blocks, device, halves=1) + self.layer_scales(
-            num_blocks, device, halves=1
-        )
+        return self.layer_caches(num_blocks, device, True) + self.layer_scales(num_blocks, device, True)
 
-    def bytes_per_block(self, halves: int = 2) -> int:
-        """A block's bytes over every layer's cache and scales (halves=1: a block of the states' pool)."""
-        itemsize = torch.empty((), dtype=storage_dtype(self.dtype)).element_size()
+    def bytes_per_block(self, states: bool = False) -> int:
+        """A block's bytes over every layer's cache and scales (states: a block of the states' pool)."""
+        halves, count = self._kind(states)
+        itemsize = torch.empty((), dtype=storage_dtype(self.dtype)).itemsize
         vectors = halves * self.block_size * self.heads
         scales = vectors * 4 if is_quantized(self.dtype) else 0  # a float32 per vector
-        return (self.num_layers if halves == 2 else 1) * (vectors * self.head_dim * itemsize + scales)
+        return count * (vectors * self.head_dim * itemsize + scales)

@@ -48,7 +48,7 @@ def kv_pool_sizes(config, runner) -> PoolSizes:
     model, size, shape = runner.model, config.block_size, runner.cache_shape
     cross_full, self_full = blocks_for(model.max_encoder_len, size), blocks_for(model.max_decoder_len, size)
     share = cross_full / self_full if config.cross_cache == "states" else 0.0
-    unit = shape.bytes_per_block() + math.ceil(share * shape.bytes_per_block(halves=1))
+    unit = shape.bytes_per_block() + math.ceil(share * shape.bytes_per_block(states=True))
     per_request = self_full + (0 if share else cross_full)
     blocks = config.num_kv_blocks
     if runner.device.type != "cuda":

@@ -152,8 +152,7 @@ class ModelRunner:
         return self.cache_shape.layer_scales(num_blocks, device)
 
     def new_states_pool(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
-        """cross_cache="states": the encoder states' cache and scales (engine/kv_pools.py), else [];
-        the Triton kernel's limit on d_model said at start, not at the first decode step."""
+        """cross_cache="states": the states' cache and scales (kv_pools.py), else []; d_model checked now."""
         if self.cross_cache == "states" and self.backend.name in ("triton", "cuda"):
             chunk_of(self.cache_shape.heads * self.cache_shape.head_dim)
         return self.cache_shape.states_pool(num_blocks, device) if self.cross_cache == "states" else []
@@ -382,9 +381,10 @@ class ModelRunner:
             **{name: t[name] for name in STAGED_METADATA},
         )
         if len(dec.input_ids) and self.backend.plans_context_reads:  # runs read in place: plan once a step
-            bs = self.block_size
+            bs, projected = self.block_size, self.cross_cache == "projected"  # (states: no cross reads)
             meta.decode_reads = group_context_reads(dec.table_lists, dec.decode_seq_lens.tolist(), bs)
-            meta.cross_reads = group_context_reads(dec.cross_table_lists, dec.cross_seq_lens.tolist(), bs)
+            cross = (dec.cross_table_lists, dec.cross_seq_lens.tolist(), bs)
+            meta.cross_reads = group_context_reads(*cross) if projected else None
         return meta
 
 

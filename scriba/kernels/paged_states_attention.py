@@ -74,10 +74,10 @@ def states_decode_attention(
     states_scales: torch.Tensor | None = None,  # [1, blocks, block_size, heads]: an 8-bit cache's
 ) -> torch.Tensor:  # [seqs, heads, head_dim]
     """Cross-attention of one query token a sequence, read through the cached encoder states."""
-    queries = absorb_queries(q, kv_weight.to(q.dtype))
+    weight, bias = kv_weight.to(q.dtype), None if kv_bias is None else kv_bias.to(q.dtype)
     row_scales = None if states_scales is None else states_scales[0]
-    context = attend(queries, states_cache[0], block_tables, seq_lens, scale, row_scales)
-    return project_context(context, kv_weight.to(q.dtype), None if kv_bias is None else kv_bias.to(q.dtype))
+    context = attend(absorb_queries(q, weight), states_cache[0], block_tables, seq_lens, scale, row_scales)
+    return project_context(context, weight, bias)
 
 
 def attend_states_ref(
@@ -147,42 +147,41 @@ if HAS_TRITON:
         )
 
     @triton.jit
+    def _score_chunk(
+        q, q_rows, row_mask, states_ptr, row, valid, k: tl.constexpr, CHUNK: tl.constexpr,
+        NUM_CHUNKS: tl.constexpr, PRECISION: tl.constexpr, HOIST_Q: tl.constexpr,
+    ):  # fmt: skip
+        """(q's chunk k times the tile's [ROWS, TILE], the tile's chunk k [TILE, CHUNK]): q's chunk
+        `q` as hoisted (HOIST_Q), else read here."""
+        if not HOIST_Q:
+            q = _q_chunk(q_rows, row_mask, k, CHUNK, NUM_CHUNKS)
+        e = _states_chunk(states_ptr, row, valid, k, CHUNK, q)
+        return _dot(q, tl.trans(e), PRECISION), e
+
+    @triton.jit
     def _tile_scores(
-        q0, q1, q2, q3, q4, q_rows, row_mask, states_ptr, row, valid, ROWS: tl.constexpr,
-        TILE: tl.constexpr, CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr, PRECISION: tl.constexpr,
-        HOIST_Q: tl.constexpr,
+        q0, q1, q2, q3, q4, q_rows, row_mask, states_ptr, row, valid, TILE: tl.constexpr,
+        CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr, PRECISION: tl.constexpr, HOIST_Q: tl.constexpr,
     ):  # fmt: skip
         """(the queries' products [ROWS, TILE] with a tile's states, 0 where not valid; the tile's
         chunks e0..e4 [TILE, CHUNK] as read, zeros past d_model), chunk by chunk: q's chunks the
         hoisted q0..q4 (HOIST_Q), else read here."""
-        scores = tl.zeros([ROWS, TILE], tl.float32)
         zeros = tl.zeros([TILE, CHUNK], q0.dtype)
-        e0, e1, e2, e3, e4 = zeros, zeros, zeros, zeros, zeros
-        for k in tl.static_range(NUM_CHUNKS):
-            if not HOIST_Q:
-                q = _q_chunk(q_rows, row_mask, k, CHUNK, NUM_CHUNKS)
-            elif k == 0:
-                q = q0
-            elif k == 1:
-                q = q1
-            elif k == 2:
-                q = q2
-            elif k == 3:
-                q = q3
-            else:
-                q = q4
-            e = _states_chunk(states_ptr, row, valid, k, CHUNK, q)
-            scores += _dot(q, tl.trans(e), PRECISION)
-            if k == 0:
-                e0 = e
-            elif k == 1:
-                e1 = e
-            elif k == 2:
-                e2 = e
-            elif k == 3:
-                e3 = e
-            else:
-                e4 = e
+        e1, e2, e3, e4 = zeros, zeros, zeros, zeros
+        p, h = PRECISION, HOIST_Q
+        scores, e0 = _score_chunk(q0, q_rows, row_mask, states_ptr, row, valid, 0, CHUNK, NUM_CHUNKS, p, h)
+        if NUM_CHUNKS > 1:
+            more, e1 = _score_chunk(q1, q_rows, row_mask, states_ptr, row, valid, 1, CHUNK, NUM_CHUNKS, p, h)
+            scores += more
+        if NUM_CHUNKS > 2:
+            more, e2 = _score_chunk(q2, q_rows, row_mask, states_ptr, row, valid, 2, CHUNK, NUM_CHUNKS, p, h)
+            scores += more
+        if NUM_CHUNKS > 3:
+            more, e3 = _score_chunk(q3, q_rows, row_mask, states_ptr, row, valid, 3, CHUNK, NUM_CHUNKS, p, h)
+            scores += more
+        if NUM_CHUNKS > 4:
+            more, e4 = _score_chunk(q4, q_rows, row_mask, states_ptr, row, valid, 4, CHUNK, NUM_CHUNKS, p, h)
+            scores += more
         return scores, e0, e1, e2, e3, e4
 
     @triton.jit
@@ -287,8 +286,8 @@ if HAS_TRITON:
             block = tl.load(tables_ptr + seq * stride_table + pos // BLOCK_SIZE, mask=valid, other=0)
             row = block.to(tl.int64) * stride_states_block + (pos % BLOCK_SIZE) * stride_states_tok
             scores, e0, e1, e2, e3, e4 = _tile_scores(
-                q0, q1, q2, q3, q4, q_rows, row_mask, states_ptr, row, valid, ROWS, TILE, CHUNK,
-                NUM_CHUNKS, PRECISION, HOIST_Q,
+                q0, q1, q2, q3, q4, q_rows, row_mask, states_ptr, row, valid, TILE, CHUNK, NUM_CHUNKS,
+                PRECISION, HOIST_Q,
             )  # fmt: skip
             scores *= scale
             if SCALED:

@@ -157,7 +157,7 @@ def test_a_request_takes_less_memory_with_states(tiny_whispers):
         per_request[cross] = sizes.bytes_per_block * sizes.per_request
     states = engines["states"]
     shape, pool = states.runner.cache_shape, states.block_manager.cross_pools["device"]
-    assert shape.bytes_per_block(halves=1) * 2 * shape.num_layers == shape.bytes_per_block()
+    assert shape.bytes_per_block(states=True) * 2 * shape.num_layers == shape.bytes_per_block()
     cross_full, self_full = (
         -(-n // 16) for n in (states.model.max_encoder_len, states.model.max_decoder_len)
     )
