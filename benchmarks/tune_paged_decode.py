@@ -53,6 +53,19 @@ def case(seqs: int, length: int, kind: str, heads=20, dim=64, block=16):
     return q, cache, tables, lens, scales
 
 
+def launches(kind: str) -> list[tuple[dict, int | None]]:
+    """(LAUNCH's overrides, splits or None: planned) tried for a cache of this kind."""
+    quantized = kind != "float16"  # (there heads first and tiles of 32 or 64 always led: H200, s31)
+    tiles, orders = ([32, 64], [True]) if quantized else ([32, 64, 128], [False, True])
+    integer = [False, True] if kind == "int4" else [False]  # LAUNCH's int_scores
+    configs = itertools.product(tiles, [4, 8], [3], [None, 2], orders, integer, [False, True])
+    return [
+        (dict(tile=tile, num_warps=warps, num_stages=stages, heads_first=heads_first, int_scores=integer,
+              two_pass=two_pass), splits)
+        for tile, warps, stages, splits, heads_first, integer, two_pass in configs
+    ]  # fmt: skip
+
+
 def measure(seqs: int, length: int, kind: str) -> list[tuple]:
     q, cache, tables, lens, scales = case(seqs, length, kind)
     ref = paged_decode_attention_ref(
@@ -60,13 +73,7 @@ def measure(seqs: int, length: int, kind: str) -> list[tuple]:
     )
     nbytes = 2 * seqs * length * q.shape[1] * cache.shape[-1] * cache.element_size()
     rows = []
-    quantized = kind != "float16"  # (there heads first and tiles of 32 or 64 always led: H200, s31)
-    tiles, orders = ([32, 64], [True]) if quantized else ([32, 64, 128], [False, True])
-    integer = [False, True] if kind == "int4" else [False]  # LAUNCH's int_scores
-    configs = itertools.product(tiles, [4, 8], [3], [None, 2], orders, integer, [False, True])
-    for tile, warps, stages, splits, heads_first, int_scores, two_pass in configs:
-        launch = dict(tile=tile, num_warps=warps, num_stages=stages, heads_first=heads_first)
-        launch.update(int_scores=int_scores, two_pass=two_pass)
+    for launch, splits in launches(kind):
         run = lambda: paged_decode_attention_triton(  # noqa: E731
             q, cache, tables, lens, 0.125, num_splits=splits, launch=launch, kv_scales=scales
         )

@@ -23,6 +23,10 @@ from scriba.kernels.triton_support import (
     triton,
 )
 
+# The split reduce's register budget: a chunk of every split's accumulators, SPLITS x BLOCK_D float32
+# values, 32 a thread in 4 warps.
+REDUCE_VALUES = 4096
+
 
 def check_paged_args(
     q: torch.Tensor, kv_cache: torch.Tensor, block_tables: torch.Tensor, seq_lens: torch.Tensor
@@ -248,7 +252,8 @@ if HAS_TRITON:
         SPLITS: tl.constexpr,
         BLOCK_D: tl.constexpr,
     ):
-        """Program (seq, head) merges the partial softmaxes of its splits (split 0 is never empty)."""
+        """Program (seq, head) merges the partial softmaxes of its splits (split 0 is never empty),
+        BLOCK_D columns of their accumulators at a time."""
         seq, head = tl.program_id(0), tl.program_id(1)
         part = (seq * tl.num_programs(1) + head) * num_splits
         s = tl.arange(0, SPLITS)
@@ -257,19 +262,18 @@ if HAS_TRITON:
         sums = tl.load(part_sum_ptr + part + s, mask=s_mask, other=0.0)
         top = tl.max(maxes, 0)
         weights = tl.exp(maxes - top)
-        d = tl.arange(0, BLOCK_D)
-        d_mask = d < head_dim
-        accs = tl.load(
-            part_acc_ptr + (part + s)[:, None] * head_dim + d[None, :],
-            mask=s_mask[:, None] & d_mask[None, :],
-            other=0.0,
-        )
-        out = tl.sum(weights[:, None] * accs, 0) / tl.sum(weights * sums, 0)
-        tl.store(
-            out_ptr + seq * stride_out_seq + head * stride_out_head + d,
-            out.to(out_ptr.dtype.element_ty),
-            mask=d_mask,
-        )
+        total = tl.sum(weights * sums, 0)
+        out_at = out_ptr + seq * stride_out_seq + head * stride_out_head
+        for start in range(0, head_dim, BLOCK_D):
+            d = start + tl.arange(0, BLOCK_D)
+            d_mask = d < head_dim
+            accs = tl.load(
+                part_acc_ptr + (part + s)[:, None] * head_dim + d[None, :],
+                mask=s_mask[:, None] & d_mask[None, :],
+                other=0.0,
+            )
+            out = tl.sum(weights[:, None] * accs, 0) / total
+            tl.store(out_at + d, out.to(out_ptr.dtype.element_ty), mask=d_mask)
 
 
 def _output_for(q: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
@@ -364,9 +368,13 @@ def _kernel_for(cache_dtype: torch.dtype, dim: int, scaled: bool, int_scores: bo
 
 
 def _reduce_splits(part_max, part_sum, part_acc, out: torch.Tensor, num_splits: int, block_d: int) -> None:
-    """Each (sequence, head)'s splits combined into `out` [seqs, heads, head_dim]."""
+    """Each (sequence, head)'s splits combined into `out` [seqs, heads, head_dim], in chunks of
+    block_d columns (at most a power of two of them) small enough that a chunk of every split's
+    accumulators, SPLITS x chunk float32 values, stays in registers (compile_for_gpu.py: d_model
+    1280 whole over 128 splits spilled ~11 KB a thread)."""
     num_seqs, heads, dim = out.shape
+    splits = next_power_of_2(num_splits)
     _reduce_splits_kernel[(num_seqs, heads)](
         part_max, part_sum, part_acc, out, dim, num_splits, out.stride(0), out.stride(1),
-        SPLITS=next_power_of_2(num_splits), BLOCK_D=block_d,
+        SPLITS=splits, BLOCK_D=max(16, min(block_d, REDUCE_VALUES // splits)),
     )  # fmt: skip

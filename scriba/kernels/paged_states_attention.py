@@ -37,10 +37,14 @@ MAX_CHUNKS = 5  # the kernel's accumulators: d_model up to 5 x 256 (Whisper larg
 # rows: a program's query rows, heads padded up (16, the least a tensor-core product takes, splits
 # Whisper large's 20 heads into two programs of 10 that read the same states; 32: one program).
 # hoist_q: q's chunks held in registers across the loop (HOIST_Q); reuse_e: a tile's states read
-# once for both products (REUSE_E), not again for the weighted sum.
-# tile 16 and one stage: a stage of a tile's loads is 16 x d_model values of E and as many of q in
-# shared memory (Whisper large: 40 KB each in float16; 80 KB each in float32), so more may not fit.
-LAUNCH = dict(tile=16, rows=16, hoist_q=False, reuse_e=False, num_warps=4, num_stages=1)
+# once for both products (REUSE_E), not again for the weighted sum (for sm_90 the compiler makes
+# the same code of both either way). Tiles of 16 positions: a stage of a tile's loads is 16 x
+# d_model values of E and as many of q in shared memory (Whisper large: 40 KB each in float16).
+# 8 warps, 2 stages: compiled for sm_90 (benchmarks/compile_for_gpu.py) Whisper large's float16
+# kernel takes 127 registers a thread and 82 KB of shared memory, two programs an SM, no spills;
+# fp8 states 188. In 4 warps five [16, 256] float32 accumulators are 160 registers a thread alone:
+# 255 and spills (72-336 bytes a thread), one split or 8-bit states.
+LAUNCH = dict(tile=16, rows=16, hoist_q=False, reuse_e=False, num_warps=8, num_stages=2)
 
 
 def absorb_queries(q: torch.Tensor, kv_weight: torch.Tensor) -> torch.Tensor:
@@ -168,7 +172,9 @@ if HAS_TRITON:
         hoisted q0..q4 (HOIST_Q), else read here."""
         zeros = tl.zeros([TILE, CHUNK], q0.dtype)
         e1, e2, e3, e4 = zeros, zeros, zeros, zeros
-        p, h = PRECISION, HOIST_Q
+        # (constexprs named one by one: a tuple assignment would make them tensors, which no str is)
+        p: tl.constexpr = PRECISION
+        h: tl.constexpr = HOIST_Q
         scores, e0 = _score_chunk(q0, q_rows, row_mask, states_ptr, row, valid, 0, CHUNK, NUM_CHUNKS, p, h)
         if NUM_CHUNKS > 1:
             more, e1 = _score_chunk(q1, q_rows, row_mask, states_ptr, row, valid, 1, CHUNK, NUM_CHUNKS, p, h)
@@ -222,7 +228,8 @@ if HAS_TRITON:
         CHUNK: tl.constexpr, NUM_CHUNKS: tl.constexpr, PRECISION: tl.constexpr, REUSE_E: tl.constexpr,
     ):  # fmt: skip
         """Each of the NUM_CHUNKS accumulators rescaled, plus the weights times its chunk of the tile."""
-        p, r = PRECISION, REUSE_E
+        p: tl.constexpr = PRECISION
+        r: tl.constexpr = REUSE_E
         acc0 = _accumulate(acc0, rescale, weights, e0, states_ptr, row, valid, 0, CHUNK, p, r)
         if NUM_CHUNKS > 1:
             acc1 = _accumulate(acc1, rescale, weights, e1, states_ptr, row, valid, 1, CHUNK, p, r)
