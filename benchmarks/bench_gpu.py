@@ -41,7 +41,7 @@ from transformers import (
 
 from scriba import Engine, SamplingParams
 from scriba.kernels import backend as backends
-from scriba.kernels import paged_decode_plan, paged_states_attention
+from scriba.kernels import paged_decode_plan, paged_states_triton
 from scriba.kernels.varlen_attention import varlen_attention_flash, varlen_attention_ref
 
 SHAPES = {
@@ -590,7 +590,7 @@ def main(argv=None) -> None:
     if args.decode_launch:
         args.decode_launch = json_or_file(args.decode_launch)
     if args.states_launch:
-        paged_states_attention.LAUNCH.update(json_or_file(args.states_launch))
+        paged_states_triton.LAUNCH.update(json_or_file(args.states_launch))
     global OUT_PATH
     OUT_PATH = args.out
     if args.out:

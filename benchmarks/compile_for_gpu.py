@@ -8,9 +8,11 @@ wrappers run on CPU tensors with a driver that answers for an sm_90 device: each
 (Triton's LLVM and the `ptxas` its wheel ships) and is not run. `cuobjdump --dump-resource-usage`
 reads the cubin. The shapes are Whisper large's (20 heads of 64, d_model 1280, 1500 positions).
 
-    python benchmarks/compile_for_gpu.py [--grid] [--json out.json]    # on any machine, no GPU
+    python benchmarks/compile_for_gpu.py [--grid] [--model] [--json out.json]    # any machine, no GPU
 
 --grid adds the launches the GPU tuners try (tune_states_decode.py's, tune_paged_decode.py's).
+--model adds each kernel's main loop (sass_loop.py): a warp's instructions and bytes an iteration,
+and its shared-memory traffic and issue against its global reads in an SM's time (x1: as long).
 Exit status 1 when a launch fails to compile or needs more shared memory than sm_90 has.
 """
 
@@ -33,6 +35,7 @@ if os.environ.get("TRITON_INTERPRET") == "1":
 torch.cuda.is_available = lambda: True
 
 import triton  # noqa: E402
+from sass_loop import bounds, main_loop  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.runtime.driver import driver  # noqa: E402
 from triton.runtime.jit import JITFunction  # noqa: E402
@@ -56,16 +59,17 @@ class _SM90Driver:
         return TARGET
 
 
-def _resources(cubin: bytes) -> dict:
-    """{"registers", "stack" (bytes a thread: spills), "local"} of a cubin's kernel, by cuobjdump."""
+def _cuobjdump(cubin: bytes, flag: str) -> str:
     tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as file:
         file.write(cubin)
         file.flush()
-        text = subprocess.run(
-            [tool, "--dump-resource-usage", file.name], capture_output=True, text=True, check=True
-        ).stdout
-    found = dict(re.findall(r"\b(REG|STACK|LOCAL):(\d+)", text))
+        return subprocess.run([tool, flag, file.name], capture_output=True, text=True, check=True).stdout
+
+
+def _resources(cubin: bytes) -> dict:
+    """{"registers", "stack" (bytes a thread: spills), "local"} of a cubin's kernel, by cuobjdump."""
+    found = dict(re.findall(r"\b(REG|STACK|LOCAL):(\d+)", _cuobjdump(cubin, "--dump-resource-usage")))
     return {"registers": int(found["REG"]), "stack": int(found["STACK"]), "local": int(found["LOCAL"])}
 
 
@@ -107,11 +111,13 @@ class Compiler:
 
     @staticmethod
     def _describe(kernel) -> dict:
+        loop = main_loop(_cuobjdump(kernel.asm["cubin"], "-sass"))
         return {
             "shared": kernel.metadata.shared,
             "warps": kernel.metadata.num_warps,
             "stages": kernel.metadata.num_stages,
             **_resources(kernel.asm["cubin"]),
+            "loop": loop and {**loop, **bounds(loop)},
         }
 
     def run(self, case: str, launch) -> None:
@@ -132,9 +138,18 @@ def problems(row: dict) -> list[str]:
     return []
 
 
+def _loop_line(loop: dict) -> str:
+    return (
+        f"{loop['instructions']} instructions, {loop['global_read']} B global, {loop['shared_read']} B "
+        f"shared read + {loop['shared_write']} written, {loop['mma']} mma a warp an iteration; "
+        f"shared x{loop['shared_x']:.2f}, issue x{loop['issue_x']:.2f} of the global reads' time"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grid", action="store_true", help="also the tuners' launches")
+    parser.add_argument("--model", action="store_true", help="also each main loop's bounds")
     parser.add_argument("--json", help="write every compiled launch here")
     args = parser.parse_args()
     from gpu_compile_cases import engine_cases, grid_cases  # (after the driver is set up)
@@ -153,6 +168,8 @@ def main() -> None:
         spill = "  SPILLS" if row["stack"] or row["local"] else ""
         print(f"ok   {row['case']:<58} {row['kernel']:<36} regs {row['registers']:>3} "
               f"stack {row['stack']:>4} shared {row['shared']:>6}{spill}")  # fmt: skip
+        if args.model and row["loop"]:
+            print(f"       loop: {_loop_line(row['loop'])}")
     if args.json:
         with open(args.json, "w") as file:
             json.dump(compiler.compiled, file, indent=1)

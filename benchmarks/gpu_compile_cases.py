@@ -16,12 +16,17 @@ from scriba.kernels.fp8_rows import quantize_rows_fp8_triton
 from scriba.kernels.kv8 import FP8, new_kv_scales, packed_view
 from scriba.kernels.kv_cache import write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_triton
-from scriba.kernels.paged_states_attention import attend_states_triton
+from scriba.kernels.paged_states_triton import attend_states_triton
 
 HEADS, HEAD_DIM, LENGTH, BLOCK, SEQS = 20, 64, 1500, 16, 2
 D_MODEL = HEADS * HEAD_DIM
 FLOATS = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 CACHES = [*FLOATS, "fp8", "int8", "int4"]
+# Engine launches that spill registers, and why that is let be (every other one must not spill):
+ACCEPTED_SPILLS = {
+    "states float32": "full-precision products on CUDA cores: the tests' mode on a GPU, not a fast one",
+    "states int8": "~50 bytes a thread: int8 codes converted one by one; fp8 states are the fast 8 bits",
+}
 
 
 def paged(kind: str) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
@@ -89,7 +94,7 @@ def engine_cases() -> list[tuple[str, object]]:
 def grid_cases() -> list[tuple[str, object]]:
     """The tuners' launches (on a GPU each is timed; here each compiles, or not)."""
     from tune_paged_decode import launches
-    from tune_states_decode import GRID, worth_trying
+    from tune_states_decode import GRID
 
     cases = []
     for kind in ("float16", "fp8", "int4"):
@@ -97,6 +102,5 @@ def grid_cases() -> list[tuple[str, object]]:
             cases.append((f"decode {kind} {launch} splits {splits}", decode_case(kind, launch, splits)))
     for kind, values in itertools.product(("float16", "fp8"), itertools.product(*GRID.values())):
         launch = dict(zip(GRID, values))
-        if worth_trying(launch):
-            cases.append((f"states {kind} {launch}", states_case(kind, launch)))
+        cases.append((f"states {kind} {launch}", states_case(kind, launch)))
     return cases

@@ -42,7 +42,7 @@ from scriba.kernels import AttentionMetadata, AttentionType, get_backend
 from scriba.kernels.context_reads import group_context_reads
 from scriba.kernels.kv8 import view_for
 from scriba.kernels.kv_cache import copy_blocks, swap_blocks
-from scriba.kernels.paged_states_attention import chunk_of
+from scriba.kernels.paged_states_triton import slices_of
 from scriba.kernels.to_device import stack_to_device, to_device
 from scriba.models.decoder_step import MAX_ROWS, NumbaDecoderStep, unsupported
 
@@ -154,7 +154,7 @@ class ModelRunner:
     def new_states_pool(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
         """cross_cache="states": the states' cache and scales (kv_pools.py), else []; d_model checked now."""
         if self.cross_cache == "states" and self.backend.name in ("triton", "cuda"):
-            chunk_of(self.cache_shape.heads * self.cache_shape.head_dim)
+            slices_of(self.cache_shape.heads * self.cache_shape.head_dim)
         return self.cache_shape.states_pool(num_blocks, device) if self.cross_cache == "states" else []
 
     def bind_kv_caches(self, caches: list[torch.Tensor], scales=(), states: list[torch.Tensor] = ()) -> None:

@@ -17,11 +17,8 @@ import torch
 from scriba.kernels.kv8 import PACKED4, is_quantized, write_kv_cache_8bit_ref
 from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
-from scriba.kernels.paged_states_attention import (
-    attend_states_ref,
-    attend_states_triton,
-    states_decode_attention,
-)
+from scriba.kernels.paged_states_attention import attend_states_ref, states_decode_attention
+from scriba.kernels.paged_states_triton import attend_states_triton
 from scriba.kernels.triton_support import HAS_TRITON, require_triton
 from scriba.kernels.varlen_attention import (
     equal_length_attention,

@@ -8,13 +8,8 @@ import torch
 
 from scriba.kernels.kv8 import FP8, dequantized, new_kv_scales
 from scriba.kernels.paged_attention import paged_decode_attention_ref
-from scriba.kernels.paged_states_attention import (
-    attend_states_ref,
-    attend_states_triton,
-    chunk_of,
-    states_decode_attention,
-    write_states,
-)
+from scriba.kernels.paged_states_attention import attend_states_ref, states_decode_attention, write_states
+from scriba.kernels.paged_states_triton import attend_states_triton, slices_of
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 BLOCK_SIZE = 16
@@ -68,8 +63,8 @@ def test_states_attention_is_the_projected_cross_attention():
     torch.testing.assert_close(got - no_bias, bias[d_model:].view(heads, -1).expand_as(got))
 
 
-# (heads, head_dim): one chunk and one head group; five chunks (d_model 320 = 5 x 64) and two
-# groups of 10 heads (20 heads: Whisper large's); three chunks of 128 (tiny's d_model 384)
+# (heads, head_dim): one slice and one head group; 4 + 1 slices of 64 (d_model 320) and two groups
+# of 10 heads (20 heads: Whisper large's); 2 + 1 slices of 128 (tiny's d_model 384)
 SHAPES = [(4, 16), (20, 16), (6, 64)]
 
 
@@ -83,9 +78,8 @@ def test_triton_matches_the_reference(heads, head_dim):
     for num_splits in (None, 1, 3):  # planned, one pass, several (some empty for short sequences)
         got = attend_states_triton(queries, cache[0], tables, lens, head_dim**-0.5, num_splits=num_splits)
         torch.testing.assert_close(got, expected, rtol=2e-5, atol=2e-5)
-    # LAUNCH's hoist_q (q's chunks read once); rows=32: Whisper large's 20 heads in one program, not two
-    # reuse_e: the tile's states read once for both products
-    for launch in [dict(hoist_q=True, reuse_e=True)] + [dict(rows=32, hoist_q=True)] * (heads > 16):
+    # tiles of 16 positions; rows=32: Whisper large's 20 heads in one program, not two
+    for launch in [dict(tile=16)] + [dict(rows=32)] * (heads > 16):
         got = attend_states_triton(queries, cache[0], tables, lens, head_dim**-0.5, launch=launch)
         torch.testing.assert_close(got, expected, rtol=2e-5, atol=2e-5)
 
@@ -99,10 +93,25 @@ def test_triton_reads_half_precision_states():
     torch.testing.assert_close(got.float(), expected, rtol=3e-3, atol=3e-3)
 
 
-def test_chunks_cover_d_model_or_say_why_not():
-    assert [chunk_of(d) for d in (64, 320, 384, 512, 768, 1024, 1280)] == [64, 64, 128, 256, 256, 256, 256]
-    with pytest.raises(ValueError, match="d_model 1536"):
-        chunk_of(1536)
+def test_slices_cover_d_model_or_say_why_not():
+    d_models = (64, 320, 384, 512, 768, 1024, 1280, 48)
+    expected = [
+        (64, 1, 0),
+        (64, 4, 1),
+        (128, 2, 1),
+        (128, 4, 0),
+        (128, 4, 2),
+        (128, 8, 0),
+        (128, 8, 2),
+        (16, 2, 1),
+    ]
+    assert [slices_of(d) for d in d_models] == expected
+    for d_model, (width, main, tail) in zip(d_models, expected):
+        assert width * (main + tail) == d_model
+    with pytest.raises(ValueError, match="d_model 1792"):
+        slices_of(1792)  # 14 x 128, 28 x 64, ...: 8 + 6, 16 + 12: no power-of-two tail
+    with pytest.raises(ValueError, match="d_model 40"):
+        slices_of(40)
 
 
 def quantized_states(lengths, heads, head_dim, dtype, seed):
@@ -139,8 +148,8 @@ def test_triton_reads_8bit_states_as_the_reference(dtype):
     codes, scales, tables, lens, _ = quantized_states(lengths, heads, head_dim, dtype, seed=4)
     queries = torch.randn(len(lengths), heads, heads * head_dim).to(DEVICE) / head_dim
     expected = attend_states_ref(queries, codes[0], tables, lens, 0.25, scales[0])
-    for num_splits, reuse_e in ((1, False), (3, True)):
-        launch = dict(reuse_e=reuse_e)
+    for num_splits, tile in ((1, 32), (3, 16)):
+        launch = dict(tile=tile)
         got = attend_states_triton(
             queries, codes[0], tables, lens, 0.25, scales[0], num_splits=num_splits, launch=launch
         )

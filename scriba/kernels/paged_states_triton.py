@@ -1,0 +1,244 @@
+"""The Triton kernel of cross-attention read through the encoder states (paged_states_attention.py
+has the math and the torch form it is tested against): a program's queries [ROWS, d_model] (a
+sequence's heads) attend over the sequence's states E [positions, d_model], both products on the
+tensor cores.
+
+The products are ROWS x TILE over d_model (the scores) and ROWS x d_model over TILE (the weighted
+sum): small M and N, long K. Split over the warps by M or N, every warp would read all of q and of
+the tile from shared memory for its own [16, 8] piece: compiled for sm_90, the first kernel read
+536 KB of shared memory for each 40 KB tile (3.8x the time its global reads take). So d_model is cut
+into slices, one a warp: q and E as [slices, ROWS or TILE, width] and each product a batched one
+(Triton gives a batched product's warps the batch). A warp's scores are its slice's part, summed
+across the warps; the weights come back to every warp for its slice of the weighted sum: each warp
+reads its slice of the tile twice (once a product) and q never again.
+
+Slices are a power of two in number (Triton's shapes), so d_model = width x (MAIN + TAIL), both
+powers of two: Whisper large's 1280 = 128 x (8 + 2), tiny's 384 = 128 x (2 + 1) (slices_of).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from scriba.kernels.paged_attention import _reduce_splits
+from scriba.kernels.paged_decode_plan import partial_buffers, partitions
+from scriba.kernels.triton_support import (
+    HAS_TRITON,
+    IS_INTERPRETED,
+    next_power_of_2,
+    require_triton,
+    tl,
+    triton,
+)
+
+# How the kernel is launched; not yet timed on a GPU (benchmarks/tune_states_decode.py). rows: a
+# program's query rows, heads padded up (16, the least a tensor-core product takes, splits Whisper
+# large's 20 heads into two programs of 10 that read the same states; 32: one program). tile:
+# positions a step. None: by the dtypes (`resolve_launch`). Compiled for sm_90, Whisper large
+# (benchmarks/compile_for_gpu.py --model: a warp's loop and its bounds, sass_loop.py):
+# - float16 states, tiles of 32, 2 stages: 228 registers, 128 KB of shared memory, no spills; the
+#   loop's shared-memory traffic 0.63x its global reads' time, its issue 0.26x (the first kernel,
+#   whose warps split the products' rows and columns: 3.8x);
+# - fp8 states, 1 stage: 248 registers; shared 1.65x, issue 0.66x (2 stages spill; without the PTX
+#   conversion, issue 1.02x);
+# - float32 (full-precision products, the tests' mode) in tiles of 16 and 1 stage: tiles of 32 need
+#   368 KB of shared memory; its products on CUDA cores spill. int8 states spill ~56 bytes.
+LAUNCH = dict(tile=None, rows=16, num_warps=8, num_stages=None)
+WIDTHS = (128, 64, 32, 16)  # a slice's columns, widest first (16: a tensor-core product's least)
+
+
+def slices_of(d_model: int) -> tuple[int, int, int]:
+    """(width, main, tail): d_model = width x (main + tail), main and tail powers of two (tail 0:
+    none), the widest width that does it."""
+    for width in WIDTHS:
+        count = d_model // width
+        main = 1 << (count.bit_length() - 1) if count else 0
+        tail = count - main
+        if d_model % width == 0 and count and (tail & (tail - 1)) == 0:
+            return width, main, tail
+    raise ValueError(
+        f"cross_cache='states' reads d_model {d_model} in Triton only as a multiple of 16 whose "
+        "count of 16-to-128-wide slices is a power of two or the sum of two"
+    )
+
+
+if HAS_TRITON:
+
+    @triton.jit
+    def _columns(FIRST: tl.constexpr, SLICES: tl.constexpr, WIDTH: tl.constexpr):
+        """Offsets [SLICES, 1, WIDTH] of a row's columns from slice FIRST on."""
+        s = FIRST + tl.arange(0, SLICES)
+        return s[:, None, None] * WIDTH + tl.arange(0, WIDTH)[None, None, :]
+
+    @triton.jit
+    def _dot(a, b, PRECISION: tl.constexpr):
+        """a @ b (batched), float32 accumulation; float32 operands in full where PRECISION is "ieee"."""
+        if PRECISION == "ieee":
+            return tl.dot(a, b, input_precision="ieee")
+        return tl.dot(a, b)
+
+    @triton.jit
+    def _e4m3_to_f16(codes):
+        """fp8 (e4m3) codes as bytes -> float16, four at a time in PTX. Opaque to the compiler (not
+        pure), so it converts where the codes are loaded: from the plain conversion it moves the
+        codes into shared memory first and converts every byte as each product reads it (sm_90:
+        1,220 instructions a warp an iteration, against 813)."""
+        return tl.inline_asm_elementwise(
+            asm="{ .reg .b16 lo, hi; mov.b32 {lo, hi}, $2; "
+            "cvt.rn.f16x2.e4m3x2 $0, lo; cvt.rn.f16x2.e4m3x2 $1, hi; }",
+            constraints="=r,=r,r", args=[codes], dtype=tl.float16, is_pure=False, pack=4,
+        )  # fmt: skip
+
+    @triton.jit
+    def _slice_tile(states_ptr, row, valid, columns, like, ASM: tl.constexpr):
+        """A tile's states [SLICES, TILE, WIDTH] (row: each position's offset [TILE]) in the dtype of
+        `like` (the queries'): an 8-bit cache's codes converted, unscaled; 0 where not valid. ASM:
+        fp8 codes through _e4m3_to_f16 (compiled; the interpreter runs no PTX)."""
+        at = states_ptr + row[None, :, None] + columns
+        if ASM and states_ptr.dtype.element_ty == tl.float8e4nv:
+            codes = tl.load(at, mask=valid[None, :, None], other=0.0).to(tl.uint8, bitcast=True)
+            return _e4m3_to_f16(codes).to(like.dtype)
+        return tl.load(at, mask=valid[None, :, None], other=0.0).to(like.dtype)
+
+    @triton.jit
+    def _slice_scores(q, e, PRECISION: tl.constexpr):
+        """q [SLICES, ROWS, WIDTH] . e [SLICES, TILE, WIDTH] summed over slices: [ROWS, TILE]."""
+        return tl.sum(_dot(q, tl.permute(e, (0, 2, 1)), PRECISION), 0)
+
+    @triton.jit
+    def _slice_accumulate(acc, rescale, weights, e, SLICES: tl.constexpr, PRECISION: tl.constexpr):
+        """acc [SLICES, ROWS, WIDTH] rescaled, plus weights [ROWS, TILE] times e [SLICES, TILE, WIDTH]."""
+        w = tl.broadcast_to(weights.to(e.dtype)[None, :, :], (SLICES, weights.shape[0], weights.shape[1]))
+        return acc * rescale[None, :, None] + _dot(w, e, PRECISION)
+
+    @triton.jit
+    def _row_update(scores, valid, running_max, total):
+        """One tile of each query row's online softmax: (new max, rescale of the accumulators,
+        weights [ROWS, TILE], new sum). A tile always has a valid position, so the max is finite."""
+        scores = tl.where(valid[None, :], scores, float("-inf"))
+        new_max = tl.maximum(running_max, tl.max(scores, 1))
+        rescale = tl.where(new_max > float("-inf"), tl.exp(running_max - new_max), 0.0)
+        weights = tl.where(valid[None, :], tl.exp(scores - new_max[:, None]), 0.0)
+        return new_max, rescale, weights, total * rescale + tl.sum(weights, 1)
+
+    @triton.jit
+    def _store_slices(acc, columns, out_at, part_acc_at, total, row_mask, ONE_SPLIT: tl.constexpr):
+        """The output's slices (acc / total) at out_at [ROWS] + columns, or the split's partial acc."""
+        mask = row_mask[None, :, None]
+        if ONE_SPLIT:
+            out = acc / total[None, :, None]
+            tl.store(out_at[None, :, None] + columns, out.to(out_at.dtype.element_ty), mask=mask)
+        else:
+            tl.store(part_acc_at[None, :, None] + columns, acc, mask=mask)
+
+    @triton.jit
+    def _states_decode_kernel(
+        q_ptr, states_ptr, scales_ptr, tables_ptr, lens_ptr, out_ptr, part_max_ptr, part_sum_ptr,
+        part_acc_ptr, scale, num_heads, heads_per_program, d_model, partition, num_splits, stride_q_seq,
+        stride_q_head, stride_states_block, stride_states_tok, stride_table, stride_out_seq,
+        stride_out_head, BLOCK_SIZE: tl.constexpr, TILE: tl.constexpr, ROWS: tl.constexpr,
+        WIDTH: tl.constexpr, MAIN: tl.constexpr, TAIL: tl.constexpr, HAS_TAIL: tl.constexpr,
+        ONE_SPLIT: tl.constexpr, PRECISION: tl.constexpr, SCALED: tl.constexpr, ASM: tl.constexpr,
+    ):  # fmt: skip
+        """Program (head group, seq, split): the group's queries [ROWS, d_model] attend over the
+        sequence's states at positions [split * partition, +partition), in MAIN slices of WIDTH
+        columns and TAIL more where HAS_TAIL (else TAIL is 1, a shape never used). PRECISION:
+        float32 products in full ("ieee"), not a GPU's default tf32. SCALED: an 8-bit cache, a
+        scale a position (scales [blocks, BLOCK_SIZE, heads], each head's the same). ASM: fp8
+        codes converted in PTX (_slice_tile)."""
+        group, seq, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        start = split * partition
+        end = tl.minimum(start + partition, tl.load(lens_ptr + seq))
+        r = tl.arange(0, ROWS)
+        head = group * heads_per_program + r
+        row_mask = (r < heads_per_program) & (head < num_heads)
+        q_rows = q_ptr + seq * stride_q_seq + head * stride_q_head
+        main = _columns(0, MAIN, WIDTH)
+        tail = _columns(MAIN, TAIL, WIDTH)  # (past d_model where no tail: never read)
+        q_main = tl.load(q_rows[None, :, None] + main, mask=row_mask[None, :, None], other=0.0)
+        q_tail = tl.load(
+            q_rows[None, :, None] + tail, mask=row_mask[None, :, None] & (tail < d_model), other=0.0
+        )
+        running_max = tl.full([ROWS], float("-inf"), tl.float32)
+        total = tl.zeros([ROWS], tl.float32)
+        acc_main = tl.zeros([MAIN, ROWS, WIDTH], tl.float32)
+        acc_tail = tl.zeros([TAIL, ROWS, WIDTH], tl.float32)
+        for tile_start in range(start, end, TILE):
+            pos = tile_start + tl.arange(0, TILE)
+            valid = pos < end
+            block = tl.load(tables_ptr + seq * stride_table + pos // BLOCK_SIZE, mask=valid, other=0)
+            row = block.to(tl.int64) * stride_states_block + (pos % BLOCK_SIZE) * stride_states_tok
+            e_main = _slice_tile(states_ptr, row, valid, main, q_main, ASM)
+            scores = _slice_scores(q_main, e_main, PRECISION)
+            if HAS_TAIL:
+                e_tail = _slice_tile(states_ptr, row, valid, tail, q_main, ASM)
+                scores += _slice_scores(q_tail, e_tail, PRECISION)
+            scores *= scale
+            if SCALED:
+                slot = block.to(tl.int64) * BLOCK_SIZE + pos % BLOCK_SIZE
+                row_scale = tl.load(scales_ptr + slot * num_heads, mask=valid, other=0.0)
+                scores *= row_scale[None, :]
+            running_max, rescale, weights, total = _row_update(scores, valid, running_max, total)
+            if SCALED:
+                weights *= row_scale[None, :]
+            acc_main = _slice_accumulate(acc_main, rescale, weights, e_main, MAIN, PRECISION)
+            if HAS_TAIL:
+                acc_tail = _slice_accumulate(acc_tail, rescale, weights, e_tail, TAIL, PRECISION)
+        part = (seq * num_heads + head) * num_splits + split
+        if not ONE_SPLIT:
+            tl.store(part_max_ptr + part, running_max, mask=row_mask)
+            tl.store(part_sum_ptr + part, total, mask=row_mask)
+        out_at = out_ptr + seq * stride_out_seq + head * stride_out_head
+        part_acc_at = part_acc_ptr + part.to(tl.int64) * d_model
+        _store_slices(acc_main, main, out_at, part_acc_at, total, row_mask, ONE_SPLIT)
+        if HAS_TAIL:
+            _store_slices(acc_tail, tail, out_at, part_acc_at, total, row_mask, ONE_SPLIT)
+
+
+def resolve_launch(overrides: dict | None, dtype: torch.dtype, eight_bit: bool) -> tuple[int, int, dict]:
+    """(tile, rows, Triton's own launch options) from LAUNCH and the overrides: where None, tiles
+    of 32 (16 in float32) and 2 stages (1 in float32 or over 8-bit states)."""
+    launch = {**LAUNCH, **(overrides or {})}
+    wide = dtype == torch.float32
+    tile = launch.pop("tile") or (16 if wide else 32)
+    launch["num_stages"] = launch["num_stages"] or (1 if wide or eight_bit else 2)
+    return tile, launch.pop("rows"), launch
+
+
+def attend_states_triton(
+    queries: torch.Tensor,  # [seqs, heads, d_model], last dim contiguous
+    states: torch.Tensor,  # [blocks, block_size, heads, head_dim], each position's row contiguous
+    block_tables: torch.Tensor,  # [seqs, max_blocks] int32
+    seq_lens: torch.Tensor,  # [seqs] int32
+    scale: float,
+    row_scales: torch.Tensor | None = None,  # [blocks, block_size, heads] contiguous: an 8-bit cache's
+    num_splits: int | None = None,  # None: plan_splits
+    launch: dict | None = None,  # LAUNCH's overrides
+) -> torch.Tensor:  # [seqs, heads, d_model]
+    """The Triton version of `attend_states_ref` (tested against it); no host synchronisation."""
+    require_triton(queries.device)
+    num_seqs, heads, d_model = queries.shape
+    if queries.stride(-1) != 1 or states.stride(3) != 1 or states.stride(2) != states.shape[3]:
+        raise ValueError("queries must be contiguous in d_model and each state row contiguous")
+    out = torch.empty(queries.shape, dtype=queries.dtype, device=queries.device)
+    if num_seqs == 0:
+        return out
+    tile, rows, launch = resolve_launch(launch, queries.dtype, row_scales is not None)
+    groups = -(-heads // rows)
+    per_program = -(-heads // groups)
+    block_size, (width, main, tail) = states.shape[1], slices_of(d_model)
+    partition, num_splits = partitions(num_seqs, groups, block_tables.shape[1] * block_size, tile, num_splits)
+    part_max, part_sum, part_acc = partial_buffers(queries, num_splits)
+    scales = part_max if row_scales is None else row_scales  # (not read unless SCALED)
+    _states_decode_kernel[(groups, num_seqs, num_splits)](
+        queries, states, scales, block_tables, seq_lens, out, part_max, part_sum, part_acc, scale, heads,
+        per_program, d_model, partition, num_splits, queries.stride(0), queries.stride(1),
+        states.stride(0), states.stride(1), block_tables.stride(0), out.stride(0), out.stride(1),
+        BLOCK_SIZE=block_size, TILE=tile, ROWS=max(16, next_power_of_2(per_program)), WIDTH=width,
+        MAIN=main, TAIL=max(tail, 1), HAS_TAIL=tail > 0, ONE_SPLIT=num_splits == 1,
+        PRECISION="ieee" if queries.dtype == torch.float32 else "default",
+        SCALED=row_scales is not None, ASM=not IS_INTERPRETED, **launch,
+    )  # fmt: skip
+    if num_splits > 1:
+        _reduce_splits(part_max, part_sum, part_acc, out, num_splits, next_power_of_2(d_model))
+    return out
