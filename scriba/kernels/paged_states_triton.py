@@ -22,14 +22,7 @@ import torch
 
 from scriba.kernels.paged_attention import _reduce_splits
 from scriba.kernels.paged_decode_plan import partial_buffers, partitions
-from scriba.kernels.triton_support import (
-    HAS_TRITON,
-    IS_INTERPRETED,
-    next_power_of_2,
-    require_triton,
-    tl,
-    triton,
-)
+from scriba.kernels.triton_support import HAS_TRITON, IS_INTERPRETED, require_triton, tl, triton
 
 # How the kernel is launched; not yet timed on a GPU (benchmarks/tune_states_decode.py). rows: a
 # program's query rows, heads padded up (16, the least a tensor-core product takes, splits Whisper
@@ -234,11 +227,11 @@ def attend_states_triton(
         queries, states, scales, block_tables, seq_lens, out, part_max, part_sum, part_acc, scale, heads,
         per_program, d_model, partition, num_splits, queries.stride(0), queries.stride(1),
         states.stride(0), states.stride(1), block_tables.stride(0), out.stride(0), out.stride(1),
-        BLOCK_SIZE=block_size, TILE=tile, ROWS=max(16, next_power_of_2(per_program)), WIDTH=width,
+        BLOCK_SIZE=block_size, TILE=tile, ROWS=max(16, triton.next_power_of_2(per_program)), WIDTH=width,
         MAIN=main, TAIL=max(tail, 1), HAS_TAIL=tail > 0, ONE_SPLIT=num_splits == 1,
         PRECISION="ieee" if queries.dtype == torch.float32 else "default",
         SCALED=row_scales is not None, ASM=not IS_INTERPRETED, **launch,
     )  # fmt: skip
     if num_splits > 1:
-        _reduce_splits(part_max, part_sum, part_acc, out, num_splits, next_power_of_2(d_model))
+        _reduce_splits(part_max, part_sum, part_acc, out, num_splits, triton.next_power_of_2(d_model))
     return out
