@@ -4,10 +4,11 @@ sequence's heads) attend over the sequence's states E [positions, d_model], both
 tensor cores.
 
 The products are ROWS x TILE over d_model (the scores) and ROWS x d_model over TILE (the weighted
-sum): small M and N, long K. Split over the warps by M or N, every warp would read all of q and of
-the tile from shared memory for its own [16, 8] piece: compiled for sm_90, the first kernel read
-536 KB of shared memory for each 40 KB tile (3.8x the time its global reads take). So d_model is cut
-into slices, one a warp: q and E as [slices, ROWS or TILE, width] and each product a batched one
+sum): small M and N, long K. Split over the warps by M or N, every warp reads all of q and much of
+the tile from shared memory for its own [16, 8] piece: compiled for sm_90, session 32's kernel
+(tiles of 16, 8 warps) read 530 KB of shared memory for each 40 KB tile, its shared-memory traffic
+1.83x its global reads' time (1.25x in 4 warps, where one split or 8-bit states spilled registers).
+So d_model is cut into slices, one a warp: q and E as [slices, ROWS or TILE, width] and each product a batched one
 (Triton gives a batched product's warps the batch). A warp's scores are its slice's part, summed
 across the warps; the weights come back to every warp for its slice of the weighted sum: each warp
 reads its slice of the tile twice (once a product) and q never again.
@@ -30,10 +31,10 @@ from scriba.kernels.triton_support import HAS_TRITON, IS_INTERPRETED, require_tr
 # positions a step. None: by the dtypes (`resolve_launch`). Compiled for sm_90, Whisper large
 # (benchmarks/compile_for_gpu.py --model: a warp's loop and its bounds, sass_loop.py):
 # - float16 states, tiles of 32, 2 stages: 228 registers, 128 KB of shared memory, no spills; the
-#   loop's shared-memory traffic 0.63x its global reads' time, its issue 0.26x (the first kernel,
-#   whose warps split the products' rows and columns: 3.8x);
+#   loop's shared-memory traffic 0.63x its global reads' time, its issue 0.26x (session 32's
+#   kernel: 1.25x and 0.36x in 4 warps, 1.83x and 0.52x in 8);
 # - fp8 states, 1 stage: 248 registers; shared 1.65x, issue 0.66x (2 stages spill; without the PTX
-#   conversion, issue 1.02x);
+#   conversion, issue 1.02x; session 32's kernel spilled, 1.67x and 1.34x);
 # - float32 (full-precision products, the tests' mode) in tiles of 16 and 1 stage: tiles of 32 need
 #   368 KB of shared memory; its products on CUDA cores spill. int8 states spill ~56 bytes.
 LAUNCH = dict(tile=None, rows=16, num_warps=8, num_stages=None)
