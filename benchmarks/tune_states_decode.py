@@ -4,7 +4,7 @@ GPU: Whisper large's shape (1500 positions, 20 heads of 64, d_model 1280), float
 (a scale a row), batch 64 and 256. Times one layer's read (the states kernel alone, and with the
 query's absorption and the context's projection), its bytes per second, the error against the
 torch form, over LAUNCH's grid (tile, rows, warps, stages); `--best-out` writes the
-fastest launch at batch 256 (a file a kind where its name has "{kind}").
+fastest launch at the largest batch (a file a kind where its name has "{kind}").
 
     python benchmarks/tune_states_decode.py [--best-out best.json]   # on a GPU
 """
@@ -24,6 +24,7 @@ from scriba.kernels.paged_attention import paged_decode_attention_triton
 from scriba.kernels.paged_states_attention import attend_states_ref, states_decode_attention
 from scriba.kernels.paged_states_triton import attend_states_triton
 
+DEVICE = "cuda"  # (the tests run it on CPU tensors in Triton's interpreter, at a tiny shape)
 HEADS, HEAD_DIM, LENGTH, BLOCK = 20, 64, 1500, 16
 D_MODEL = HEADS * HEAD_DIM
 # Compiled for sm_90 with `compile_for_gpu.py --grid --model` (Triton 3.9), the launches of 32 rows
@@ -37,15 +38,15 @@ def case(seqs: int, kind: str):
     the states, their scales [blocks, block, heads] (fp8: one a row) or None, tables, lens): each
     sequence's blocks one run, the runs in shuffled order."""
     per_seq = -(-LENGTH // BLOCK)
-    cache = torch.randn(2, seqs * per_seq + 1, BLOCK, HEADS, HEAD_DIM, device="cuda", dtype=torch.float16)
+    cache = torch.randn(2, seqs * per_seq + 1, BLOCK, HEADS, HEAD_DIM, device=DEVICE, dtype=torch.float16)
     scales = None
     if kind == "fp8":
         codes, row_scale = quantize(cache.flatten(3), FP8)  # [2, blocks, block, d_model], [2, blocks, block]
         cache, scales = codes.view(cache.shape), row_scale[0, ..., None].expand(-1, -1, HEADS).contiguous()
-    order = torch.randperm(seqs, device="cuda")[:, None] * per_seq
-    tables = (order + torch.arange(per_seq, device="cuda")).int() + 1
-    lens = torch.full((seqs,), LENGTH, dtype=torch.int32, device="cuda")
-    queries = torch.randn(seqs, HEADS, D_MODEL, device="cuda", dtype=torch.float16) / HEAD_DIM
+    order = torch.randperm(seqs, device=DEVICE)[:, None] * per_seq
+    tables = (order + torch.arange(per_seq, device=DEVICE)).int() + 1
+    lens = torch.full((seqs,), LENGTH, dtype=torch.int32, device=DEVICE)
+    queries = torch.randn(seqs, HEADS, D_MODEL, device=DEVICE, dtype=torch.float16) / HEAD_DIM
     return queries, cache, scales, tables, lens
 
 
@@ -80,9 +81,9 @@ def layer_costs(seqs: int, kind: str, launch: dict) -> dict[str, float]:
     """Seconds of one layer's cross-attention read: the states way, whole and the kernel alone, and
     the projected K/V's paged decode over a cache of the same kind (twice the bytes)."""
     queries, cache, scales, tables, lens = case(seqs, kind)
-    q = torch.randn(seqs, HEADS, HEAD_DIM, device="cuda", dtype=torch.float16)
-    weight = torch.randn(2 * D_MODEL, D_MODEL, device="cuda", dtype=torch.float16) / D_MODEL**0.5
-    bias = torch.randn(2 * D_MODEL, device="cuda", dtype=torch.float16)
+    q = torch.randn(seqs, HEADS, HEAD_DIM, device=DEVICE, dtype=torch.float16)
+    weight = torch.randn(2 * D_MODEL, D_MODEL, device=DEVICE, dtype=torch.float16) / D_MODEL**0.5
+    bias = torch.randn(2 * D_MODEL, device=DEVICE, dtype=torch.float16)
     states_attention.LAUNCH.update(launch)
     attend = states_attention.attend_states_triton
     kv_scales = None if scales is None else torch.stack([scales, scales])
@@ -98,18 +99,20 @@ def layer_costs(seqs: int, kind: str, launch: dict) -> dict[str, float]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", default="64,256")
     parser.add_argument("--kinds", default="float16,fp8", help="the states' cache: float16, fp8")
     parser.add_argument(
         "--best-out",
-        help='write the fastest launch at batch 256 here (JSON; "{kind}" in it: one file a kind)',
+        help='write the fastest launch at the largest batch here (JSON; "{kind}" in it: a file a kind)',
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     default = dict(states_attention.LAUNCH)
-    print(f"# {torch.cuda.get_device_name()}, triton {triton.__version__}; LAUNCH {default}")
-    for kind, seqs in itertools.product(args.kinds.split(","), (int(b) for b in args.batches.split(","))):
+    device = torch.cuda.get_device_name() if DEVICE == "cuda" else "CPU tensors, Triton's interpreter"
+    print(f"# {device}, triton {triton.__version__}; LAUNCH {default}")
+    batches = [int(b) for b in args.batches.split(",")]
+    for kind, seqs in itertools.product(args.kinds.split(","), batches):
         rows = sorted(measure(seqs, kind), key=lambda r: r[1])
         states_bytes = seqs * LENGTH * D_MODEL * (2 if kind == "float16" else 1)
         print(f"## {kind} states, batch {seqs}: {len(rows)} launches ran; {states_bytes / 1e9:.2f} GB read")
@@ -121,7 +124,7 @@ def main() -> None:
         for what, seconds in layer_costs(seqs, kind, rows[0][0]).items():
             print(f"  one layer, {what}: {seconds * 1e6:.1f} us")
         states_attention.LAUNCH.update(default)
-        if args.best_out and seqs == 256:
+        if args.best_out and seqs == max(batches):
             path = args.best_out.format(kind=kind)
             with open(path, "w") as f:
                 json.dump(rows[0][0], f)
