@@ -29,17 +29,19 @@ ACCEPTED_SPILLS = {
 }
 
 
-def paged(kind: str) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
+def paged(
+    kind: str, heads: int = HEADS
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
     """(cache [2, blocks, BLOCK, heads, head_dim] of this kind, its scales or None, tables, lens):
     SEQS sequences of LENGTH positions, as the engine holds them (int4: packed_view of an int8 cache)."""
     per_seq = -(-LENGTH // BLOCK)
     blocks = SEQS * per_seq + 1
-    shape = (2, blocks, BLOCK, HEADS, HEAD_DIM)
+    shape = (2, blocks, BLOCK, heads, HEAD_DIM)
     if kind in FLOATS:
         cache, scales = torch.zeros(shape, dtype=FLOATS[kind]), None
     else:
         dtype = {"fp8": FP8, "int8": torch.int8, "int4": torch.int8}[kind]
-        cache, scales = torch.zeros(shape, dtype=dtype), new_kv_scales(blocks, BLOCK, HEADS)
+        cache, scales = torch.zeros(shape, dtype=dtype), new_kv_scales(blocks, BLOCK, heads)
         cache = packed_view(cache) if kind == "int4" else cache
     tables = torch.arange(SEQS * per_seq, dtype=torch.int32).view(SEQS, per_seq) + 1
     return cache, scales, tables, torch.full((SEQS,), LENGTH, dtype=torch.int32)
@@ -65,10 +67,10 @@ def decode_case(kind: str, launch: dict | None = None, splits: int | None = None
     )
 
 
-def states_case(kind: str, launch: dict | None = None, splits: int | None = None):
+def states_case(kind: str, launch: dict | None = None, splits: int | None = None, heads: int = HEADS):
     """The states in the K half (8-bit: a scale a row, in each head's slot), queries d_model wide."""
-    cache, scales, tables, lens = paged(kind)
-    queries = torch.zeros(SEQS, HEADS, D_MODEL, dtype=compute_dtype(kind))
+    cache, scales, tables, lens = paged(kind, heads)
+    queries = torch.zeros(SEQS, heads, heads * HEAD_DIM, dtype=compute_dtype(kind))
     row_scales = None if scales is None else scales[0]
     return lambda: attend_states_triton(queries, cache[0], tables, lens, 0.125, row_scales, splits, launch)
 
@@ -85,6 +87,13 @@ def engine_cases() -> list[tuple[str, object]]:
         cases.append((f"decode int4 int_scores two_pass={two_pass}", decode_case("int4", launch)))
     for kind, splits in itertools.product([*FLOATS, "fp8", "int8"], (None, 1)):
         cases.append((f"states {kind} splits {splits or 'planned'}", states_case(kind, splits=splits)))
+    for heads in (
+        6,
+        8,
+        12,
+        16,
+    ):  # Whisper tiny's d_model 384 (2 + 1 slices), base's 512, small's 768, medium's
+        cases.append((f"states float16 d_model {heads * HEAD_DIM}", states_case("float16", heads=heads)))
     for dtype, cols in itertools.product((torch.float16, torch.float32), (D_MODEL, 4 * D_MODEL)):
         x = torch.zeros(64, cols, dtype=dtype)
         cases.append((f"fp8 rows {str(dtype)[6:]} x {cols}", lambda x=x: quantize_rows_fp8_triton(x)))
