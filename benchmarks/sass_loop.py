@@ -40,8 +40,19 @@ def _instructions(sass: str) -> list[tuple[int, str, str]]:
     return found
 
 
+def _conditional(inside: list[tuple[int, str, str]]) -> int:
+    """Instructions a predicated forward branch may skip (a kernel's dynamic `if` in the loop)."""
+    skipped = set()
+    for address, opcode, text in inside:
+        target = re.search(r"\bBRA\b.*?(0x[0-9a-f]+)", text) if opcode.startswith("BRA") else None
+        if target and text.lstrip().startswith("@") and int(target.group(1), 16) > address:
+            skipped.update(a for a, _, _ in inside if address < a < int(target.group(1), 16))
+    return len(skipped)
+
+
 def main_loop(sass: str) -> dict | None:
-    """The longest loop's counts a warp an iteration (a backward branch's span), or None if none."""
+    """The longest loop's counts a warp an iteration (a backward branch's span), or None if none:
+    instructions (`conditional` of them behind a branch that may skip them; counted in the bounds)."""
     program = _instructions(sass)
     loops = []
     for address, opcode, text in program:
@@ -51,8 +62,10 @@ def main_loop(sass: str) -> dict | None:
     if not loops:
         return None
     start, end = max(loops, key=lambda span: span[1] - span[0])
-    body = [opcode for address, opcode, _ in program if start <= address <= end]
-    count = {"instructions": len(body), "shared_read": 0, "shared_write": 0, "global_read": 0, "mma": 0}
+    inside = [(address, opcode, text) for address, opcode, text in program if start <= address <= end]
+    body = [opcode for _, opcode, _ in inside]
+    count = {"instructions": len(body), "conditional": _conditional(inside)}
+    count.update(shared_read=0, shared_write=0, global_read=0, mma=0)
     for opcode in body:
         kind = opcode.split(".")[0]
         if kind in ("LDS", "LDSM"):

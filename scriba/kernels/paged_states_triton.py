@@ -8,8 +8,8 @@ sum): small M and N, long K. Split over the warps by M or N, every warp reads al
 the tile from shared memory for its own [16, 8] piece: compiled for sm_90, session 32's kernel
 (tiles of 16, 8 warps) read 530 KB of shared memory for each 40 KB tile, its shared-memory traffic
 1.83x its global reads' time (1.25x in 4 warps, where one split or 8-bit states spilled registers).
-So d_model is cut into slices, one a warp: q and E as [slices, ROWS or TILE, width] and each product a batched one
-(Triton gives a batched product's warps the batch). A warp's scores are its slice's part, summed
+So d_model is cut into slices, one a warp: q and E as [slices, ROWS or TILE, width] and each
+product a batched one (Triton gives a batched product's warps the batch). A warp's scores are its slice's part, summed
 across the warps; the weights come back to every warp for its slice of the weighted sum: each warp
 reads only its own slices of q and of the tile (the tile once a product), not all of them.
 
@@ -100,20 +100,26 @@ if HAS_TRITON:
         return tl.sum(_dot(q, tl.permute(e, (0, 2, 1)), PRECISION), 0)
 
     @triton.jit
-    def _slice_accumulate(acc, rescale, weights, e, SLICES: tl.constexpr, PRECISION: tl.constexpr):
-        """acc [SLICES, ROWS, WIDTH] rescaled, plus weights [ROWS, TILE] times e [SLICES, TILE, WIDTH]."""
+    def _slice_accumulate(acc, weights, e, SLICES: tl.constexpr, PRECISION: tl.constexpr):
+        """acc [SLICES, ROWS, WIDTH] plus weights [ROWS, TILE] times e [SLICES, TILE, WIDTH] (the
+        product's own accumulator: no separate add)."""
         w = tl.broadcast_to(weights.to(e.dtype)[None, :, :], (SLICES, weights.shape[0], weights.shape[1]))
-        return acc * rescale[None, :, None] + _dot(w, e, PRECISION)
+        return acc + _dot(w, e, PRECISION)
 
     @triton.jit
-    def _row_update(scores, valid, running_max, total):
-        """One tile of each query row's online softmax: (new max, rescale of the accumulators,
-        weights [ROWS, TILE], new sum). A tile always has a valid position, so the max is finite."""
+    def _row_update(scores, valid, reference, total, LAZY: tl.constexpr):
+        """One tile of each query row's online softmax: (reference max, whether it moved, the
+        accumulators' rescale, weights [ROWS, TILE], new sum). The reference moves, every row's to its
+        max, only when some row's max passes its reference by more than LAZY: until then weights reach
+        e^LAZY at most (float16 holds them) and the accumulators are not rescaled, most tiles' case
+        (~80 multiplies a thread a tile saved). A tile always has a valid position: the max is finite."""
         scores = tl.where(valid[None, :], scores, float("-inf"))
-        new_max = tl.maximum(running_max, tl.max(scores, 1))
-        rescale = tl.where(new_max > float("-inf"), tl.exp(running_max - new_max), 0.0)
-        weights = tl.where(valid[None, :], tl.exp(scores - new_max[:, None]), 0.0)
-        return new_max, rescale, weights, total * rescale + tl.sum(weights, 1)
+        new_max = tl.maximum(reference, tl.max(scores, 1))
+        moved = tl.max(new_max - reference, 0) > LAZY  # (the first tile: +inf)
+        new_reference = tl.where(moved, new_max, reference)
+        rescale = tl.where(new_reference > float("-inf"), tl.exp(reference - new_reference), 0.0)
+        weights = tl.where(valid[None, :], tl.exp(scores - new_reference[:, None]), 0.0)
+        return new_reference, moved, rescale, weights, total * rescale + tl.sum(weights, 1)
 
     @triton.jit
     def _store_slices(acc, columns, out_at, part_acc_at, total, row_mask, ONE_SPLIT: tl.constexpr):
@@ -172,12 +178,16 @@ if HAS_TRITON:
                 slot = block.to(tl.int64) * BLOCK_SIZE + pos % BLOCK_SIZE
                 row_scale = tl.load(scales_ptr + slot * num_heads, mask=valid, other=0.0)
                 scores *= row_scale[None, :]
-            running_max, rescale, weights, total = _row_update(scores, valid, running_max, total)
+            running_max, moved, rescale, weights, total = _row_update(scores, valid, running_max, total, 8.0)
             if SCALED:
                 weights *= row_scale[None, :]
-            acc_main = _slice_accumulate(acc_main, rescale, weights, e_main, MAIN, PRECISION)
+            if moved:
+                acc_main *= rescale[None, :, None]
+                if HAS_TAIL:
+                    acc_tail *= rescale[None, :, None]
+            acc_main = _slice_accumulate(acc_main, weights, e_main, MAIN, PRECISION)
             if HAS_TAIL:
-                acc_tail = _slice_accumulate(acc_tail, rescale, weights, e_tail, TAIL, PRECISION)
+                acc_tail = _slice_accumulate(acc_tail, weights, e_tail, TAIL, PRECISION)
         part = (seq * num_heads + head) * num_splits + split
         if not ONE_SPLIT:
             tl.store(part_max_ptr + part, running_max, mask=row_mask)

@@ -84,6 +84,26 @@ def test_triton_matches_the_reference(heads, head_dim):
         torch.testing.assert_close(got, expected, rtol=2e-5, atol=2e-5)
 
 
+def test_triton_moves_its_softmax_reference_when_a_later_score_jumps():
+    """The kernel rescales its accumulators only when a row's max passes its reference by more than
+    8 (LAZY): states 40x larger from position 50 on make the later tiles' scores jump past it, once
+    in the middle of a split and at a split's start."""
+    heads, head_dim, lengths = 4, 16, [90, 120, 70]
+    cache, tables, lens, _ = states_batch(lengths, heads, head_dim, seed=8)
+    for table, length in zip(tables.tolist(), lengths):
+        for pos in range(50, length):
+            cache[0, table[pos // BLOCK_SIZE], pos % BLOCK_SIZE] *= 40
+    queries = torch.randn(len(lengths), heads, heads * head_dim).to(DEVICE)
+    expected = attend_states_ref(queries, cache[0].nan_to_num(0), tables, lens, 0.25)
+    scores = queries @ cache[0, tables[0, 4].long(), 0].flatten()  # position 64 of the first sequence
+    assert scores.abs().max() * 0.25 > 8 * 4  # the jump passes LAZY many times over
+    for num_splits, tile in ((1, 32), (2, 16)):
+        got = attend_states_triton(
+            queries, cache[0], tables, lens, 0.25, num_splits=num_splits, launch=dict(tile=tile)
+        )
+        torch.testing.assert_close(got, expected, rtol=2e-5, atol=2e-5)
+
+
 def test_triton_reads_half_precision_states():
     heads, head_dim, lengths = 4, 16, [9, 70]
     cache, tables, lens, _ = states_batch(lengths, heads, head_dim, seed=5, dtype=torch.float16)
