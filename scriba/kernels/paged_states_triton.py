@@ -9,9 +9,9 @@ the tile from shared memory for its own [16, 8] piece: compiled for sm_90, sessi
 (tiles of 16, 8 warps) read 530 KB of shared memory for each 40 KB tile, its shared-memory traffic
 1.83x its global reads' time (1.25x in 4 warps, where one split or 8-bit states spilled registers).
 So d_model is cut into slices, one a warp: q and E as [slices, ROWS or TILE, width] and each
-product a batched one (Triton gives a batched product's warps the batch). A warp's scores are its slice's part, summed
-across the warps; the weights come back to every warp for its slice of the weighted sum: each warp
-reads only its own slices of q and of the tile (the tile once a product), not all of them.
+product a batched one (Triton gives a batched product's warps the batch). A warp's scores are its
+slice's part, summed across the warps; the weights come back to every warp for its slice of the
+weighted sum: each warp reads only its own slices of q and of the tile (the tile once a product).
 
 Slices are a power of two in number (Triton's shapes), so d_model = width x (MAIN + TAIL), both
 powers of two: Whisper large's 1280 = 128 x (8 + 2), tiny's 384 = 128 x (2 + 1) (slices_of).
