@@ -30,13 +30,14 @@ from scriba.kernels.triton_support import HAS_TRITON, IS_INTERPRETED, require_tr
 # large's 20 heads into two programs of 10 that read the same states; 32: one program). tile:
 # positions a step. None: by the dtypes (`resolve_launch`). Compiled for sm_90, Whisper large
 # (benchmarks/compile_for_gpu.py --model: a warp's loop and its bounds, sass_loop.py):
-# - float16 states, tiles of 32, 2 stages: 228 registers, 128 KB of shared memory, no spills; the
-#   loop's shared-memory traffic 0.63x its global reads' time, its issue 0.26x (session 32's
-#   kernel: 1.25x and 0.36x in 4 warps, 1.83x and 0.52x in 8);
-# - fp8 states, 1 stage: 248 registers; shared 1.65x, issue 0.66x (2 stages spill; without the PTX
-#   conversion, issue 1.02x; session 32's kernel spilled, 1.67x and 1.34x);
+# - float16 states, tiles of 32, 2 stages: 248 registers, 128 KB of shared memory, no spills; the
+#   loop's shared-memory traffic 0.64x its global reads' time, its issue 0.27x, 0.23x on the usual
+#   path, which skips the accumulators' rescale (session 32's kernel: 1.25x and 0.36x in 4 warps,
+#   1.83x and 0.52x in 8);
+# - fp8 states, 1 stage: 248 registers; shared 1.65x, issue 0.67x, 0.61x usually (2 stages spill;
+#   without the PTX conversion, issue 1.02x; session 32's kernel spilled, 1.67x and 1.34x);
 # - float32 (full-precision products, the tests' mode) in tiles of 16 and 1 stage: tiles of 32 need
-#   368 KB of shared memory; its products on CUDA cores spill. int8 states spill ~56 bytes.
+#   368 KB of shared memory; its products on CUDA cores spill. int8 states spill ~300 bytes.
 LAUNCH = dict(tile=None, rows=16, num_warps=8, num_stages=None)
 WIDTHS = (128, 64, 32, 16)  # a slice's columns, widest first (16: a tensor-core product's least)
 
