@@ -24,7 +24,6 @@ FLOATS = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch
 CACHES = [*FLOATS, "fp8", "int8", "int4"]
 # Engine launches that spill registers, and why that is let be (every other one must not spill):
 ACCEPTED_SPILLS = {
-    "states float32": "full-precision products on CUDA cores: the tests' mode on a GPU, not a fast one",
     "states int8": "~300 bytes a thread: int8 codes converted one by one; fp8 states are the fast 8 bits",
 }
 

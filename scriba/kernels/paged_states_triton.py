@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import torch
 
+from scriba.kernels.kv8 import FP8
 from scriba.kernels.paged_attention import _reduce_splits
 from scriba.kernels.paged_decode_plan import partial_buffers, partitions
 from scriba.kernels.triton_support import HAS_TRITON, IS_INTERPRETED, require_triton, tl, triton
@@ -34,10 +35,13 @@ from scriba.kernels.triton_support import HAS_TRITON, IS_INTERPRETED, require_tr
 #   loop's shared-memory traffic 0.64x its global reads' time, its issue 0.27x, 0.23x on the usual
 #   path, which skips the accumulators' rescale (session 32's kernel: 1.25x and 0.36x in 4 warps,
 #   1.83x and 0.52x in 8);
-# - fp8 states, 1 stage: 248 registers; shared 1.65x, issue 0.67x, 0.61x usually (2 stages spill;
-#   without the PTX conversion, issue 1.02x; session 32's kernel spilled, 1.67x and 1.34x);
+# - fp8 states, tiles of 64, 1 stage: 249 registers; shared 1.33x, issue 0.55x (tiles of 32: 1.41x
+#   and 0.66x; without the PTX conversion, issue 1.02x; session 32's kernel spilled, 1.67x and
+#   1.34x). The scores are E . q, transposed after, not q . E: E is then the first operand of one
+#   product and the second of the other, both read from one copy in shared memory (fp8's written
+#   bytes 29 -> 19 KB a warp an iteration at 32, registers 248 -> 195);
 # - float32 (full-precision products, the tests' mode) in tiles of 16 and 1 stage: tiles of 32 need
-#   368 KB of shared memory; its products on CUDA cores spill. int8 states spill ~300 bytes.
+#   368 KB of shared memory. int8 states spill ~300 bytes (tiles of 64: 2 KB).
 LAUNCH = dict(tile=None, rows=16, num_warps=8, num_stages=None)
 WIDTHS = (128, 64, 32, 16)  # a slice's columns, widest first (16: a tensor-core product's least)
 
@@ -98,7 +102,7 @@ if HAS_TRITON:
     @triton.jit
     def _slice_scores(q, e, PRECISION: tl.constexpr):
         """q [SLICES, ROWS, WIDTH] . e [SLICES, TILE, WIDTH] summed over slices: [ROWS, TILE]."""
-        return tl.sum(_dot(q, tl.permute(e, (0, 2, 1)), PRECISION), 0)
+        return tl.trans(tl.sum(_dot(e, tl.permute(q, (0, 2, 1)), PRECISION), 0))  # (why: LAUNCH)
 
     @triton.jit
     def _slice_accumulate(acc, weights, e, SLICES: tl.constexpr, PRECISION: tl.constexpr):
@@ -200,12 +204,13 @@ if HAS_TRITON:
             _store_slices(acc_tail, tail, out_at, part_acc_at, total, row_mask, ONE_SPLIT)
 
 
-def resolve_launch(overrides: dict | None, dtype: torch.dtype, eight_bit: bool) -> tuple[int, int, dict]:
-    """(tile, rows, Triton's own launch options) from LAUNCH and the overrides: where None, tiles
-    of 32 (16 in float32) and 2 stages (1 in float32 or over 8-bit states)."""
+def resolve_launch(overrides: dict | None, dtype: torch.dtype, states_dtype: torch.dtype):
+    """(tile, rows, Triton's own launch options) from LAUNCH and the overrides; where None, by the
+    queries' and the states' dtypes: tiles of 32 (16 in float32, 64 over fp8 states) and 2 stages
+    (1 in float32 or over 8-bit states)."""
     launch = {**LAUNCH, **(overrides or {})}
-    wide = dtype == torch.float32
-    tile = launch.pop("tile") or (16 if wide else 32)
+    wide, eight_bit = dtype == torch.float32, states_dtype in (FP8, torch.int8)
+    tile = launch.pop("tile") or (16 if wide else 64 if states_dtype == FP8 else 32)
     launch["num_stages"] = launch["num_stages"] or (1 if wide or eight_bit else 2)
     return tile, launch.pop("rows"), launch
 
@@ -228,7 +233,7 @@ def attend_states_triton(
     out = torch.empty(queries.shape, dtype=queries.dtype, device=queries.device)
     if num_seqs == 0:
         return out
-    tile, rows, launch = resolve_launch(launch, queries.dtype, row_scales is not None)
+    tile, rows, launch = resolve_launch(launch, queries.dtype, states.dtype)
     groups = -(-heads // rows)
     per_program = -(-heads // groups)
     block_size, (width, main, tail) = states.shape[1], slices_of(d_model)
