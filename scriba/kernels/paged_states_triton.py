@@ -13,8 +13,11 @@ product a batched one (Triton gives a batched product's warps the batch). A warp
 slice's part, summed across the warps; the weights come back to every warp for its slice of the
 weighted sum: each warp reads only its own slices of q and of the tile (the tile once a product).
 
-Slices are a power of two in number (Triton's shapes), so d_model = width x (MAIN + TAIL), both
-powers of two: Whisper large's 1280 = 128 x (8 + 2), tiny's 384 = 128 x (2 + 1) (slices_of).
+Slices are a power of two in number and width (Triton's shapes), so each slice is a main part
+and a tail, both powers of two: d_model = SLICES x (WIDTH + TAIL_WIDTH), Whisper large's
+1280 = 8 x (128 + 32), tiny's 384 = 8 x (32 + 16) (slices_of). The tail is a second batched
+product with as many slices as the main one: each warp has its own (Triton 3.6, the GPU machine's,
+gives a batched product of fewer slices than warps to several warps at once, the same work each).
 """
 
 from __future__ import annotations
@@ -43,31 +46,37 @@ from scriba.kernels.triton_support import HAS_TRITON, IS_INTERPRETED, require_tr
 # - float32 (full-precision products, the tests' mode) in tiles of 16 and 1 stage: tiles of 32 need
 #   368 KB of shared memory. int8 states spill ~300 bytes (tiles of 64: 2 KB).
 LAUNCH = dict(tile=None, rows=16, num_warps=8, num_stages=None)
-WIDTHS = (128, 64, 32, 16)  # a slice's columns, widest first (16: a tensor-core product's least)
+SLICES = (8, 4, 2, 1)  # slices of d_model, most first: one a warp in LAUNCH's 8 warps
+LEAST_WIDTH = 16  # a tensor-core product's least
 
 
 def slices_of(d_model: int) -> tuple[int, int, int]:
-    """(width, main, tail): d_model = width x (main + tail), main and tail powers of two (tail 0:
-    none), the widest width that does it."""
-    for width in WIDTHS:
-        count = d_model // width
-        main = 1 << (count.bit_length() - 1) if count else 0
-        tail = count - main
-        if d_model % width == 0 and count and (tail & (tail - 1)) == 0:
-            return width, main, tail
+    """(slices, width, tail_width): d_model = slices x (width + tail_width), each a power of two of
+    at least 16 (tail_width 0: no tail), with the most slices that allow it."""
+    for slices in SLICES:
+        each = d_model // slices
+        width = 1 << (each.bit_length() - 1) if each else 0
+        tail = each - width
+        if d_model % slices == 0 and width >= LEAST_WIDTH and tail in (0, *_powers(LEAST_WIDTH, width)):
+            return slices, width, tail
     raise ValueError(
-        f"cross_cache='states' reads d_model {d_model} in Triton only as a multiple of 16 whose "
-        "count of 16-to-128-wide slices is a power of two or the sum of two"
+        f"cross_cache='states' reads d_model {d_model} in Triton only as 1-8 slices of a power of two "
+        "(at least 16), or of two such"
     )
+
+
+def _powers(least: int, below: int) -> tuple[int, ...]:
+    """The powers of two from `least` up to `below`, not included."""
+    return tuple(1 << k for k in range(least.bit_length() - 1, below.bit_length() - 1))
 
 
 if HAS_TRITON:
 
     @triton.jit
-    def _columns(FIRST: tl.constexpr, SLICES: tl.constexpr, WIDTH: tl.constexpr):
-        """Offsets [SLICES, 1, WIDTH] of a row's columns from slice FIRST on."""
-        s = FIRST + tl.arange(0, SLICES)
-        return s[:, None, None] * WIDTH + tl.arange(0, WIDTH)[None, None, :]
+    def _columns(START: tl.constexpr, SLICES: tl.constexpr, WIDTH: tl.constexpr):
+        """Offsets [SLICES, 1, WIDTH] of a row's columns: SLICES runs of WIDTH from column START."""
+        s = tl.arange(0, SLICES)
+        return START + s[:, None, None] * WIDTH + tl.arange(0, WIDTH)[None, None, :]
 
     @triton.jit
     def _dot(a, b, PRECISION: tl.constexpr):
@@ -142,12 +151,12 @@ if HAS_TRITON:
         part_acc_ptr, scale, num_heads, heads_per_program, d_model, partition, num_splits, stride_q_seq,
         stride_q_head, stride_states_block, stride_states_tok, stride_table, stride_out_seq,
         stride_out_head, BLOCK_SIZE: tl.constexpr, TILE: tl.constexpr, ROWS: tl.constexpr,
-        WIDTH: tl.constexpr, MAIN: tl.constexpr, TAIL: tl.constexpr, HAS_TAIL: tl.constexpr,
+        SLICES: tl.constexpr, WIDTH: tl.constexpr, TAIL_WIDTH: tl.constexpr, HAS_TAIL: tl.constexpr,
         ONE_SPLIT: tl.constexpr, PRECISION: tl.constexpr, SCALED: tl.constexpr, ASM: tl.constexpr,
     ):  # fmt: skip
         """Program (head group, seq, split): the group's queries [ROWS, d_model] attend over the
-        sequence's states at positions [split * partition, +partition), in MAIN slices of WIDTH
-        columns and TAIL more where HAS_TAIL (else TAIL is 1, a shape never used). PRECISION:
+        sequence's states at positions [split * partition, +partition), in SLICES slices of WIDTH
+        columns, then as many of TAIL_WIDTH where HAS_TAIL (else a shape never used). PRECISION:
         float32 products in full ("ieee"), not a GPU's default tf32. SCALED: an 8-bit cache, a
         scale a position (scales [blocks, BLOCK_SIZE, heads], each head's the same). ASM: fp8
         codes converted in PTX (_slice_tile)."""
@@ -158,16 +167,16 @@ if HAS_TRITON:
         head = group * heads_per_program + r
         row_mask = (r < heads_per_program) & (head < num_heads)
         q_rows = q_ptr + seq * stride_q_seq + head * stride_q_head
-        main = _columns(0, MAIN, WIDTH)
-        tail = _columns(MAIN, TAIL, WIDTH)  # (past d_model where no tail: never read)
+        main = _columns(0, SLICES, WIDTH)
+        tail = _columns(SLICES * WIDTH, SLICES, TAIL_WIDTH)  # (past d_model where no tail: never read)
         q_main = tl.load(q_rows[None, :, None] + main, mask=row_mask[None, :, None], other=0.0)
         q_tail = tl.load(
             q_rows[None, :, None] + tail, mask=row_mask[None, :, None] & (tail < d_model), other=0.0
         )
         running_max = tl.full([ROWS], float("-inf"), tl.float32)
         total = tl.zeros([ROWS], tl.float32)
-        acc_main = tl.zeros([MAIN, ROWS, WIDTH], tl.float32)
-        acc_tail = tl.zeros([TAIL, ROWS, WIDTH], tl.float32)
+        acc_main = tl.zeros([SLICES, ROWS, WIDTH], tl.float32)
+        acc_tail = tl.zeros([SLICES, ROWS, TAIL_WIDTH], tl.float32)
         for tile_start in range(start, end, TILE):
             pos = tile_start + tl.arange(0, TILE)
             valid = pos < end
@@ -190,9 +199,9 @@ if HAS_TRITON:
                 acc_main *= rescale[None, :, None]
                 if HAS_TAIL:
                     acc_tail *= rescale[None, :, None]
-            acc_main = _slice_accumulate(acc_main, weights, e_main, MAIN, PRECISION)
+            acc_main = _slice_accumulate(acc_main, weights, e_main, SLICES, PRECISION)
             if HAS_TAIL:
-                acc_tail = _slice_accumulate(acc_tail, weights, e_tail, TAIL, PRECISION)
+                acc_tail = _slice_accumulate(acc_tail, weights, e_tail, SLICES, PRECISION)
         part = (seq * num_heads + head) * num_splits + split
         if not ONE_SPLIT:
             tl.store(part_max_ptr + part, running_max, mask=row_mask)
@@ -206,11 +215,11 @@ if HAS_TRITON:
 
 def resolve_launch(overrides: dict | None, dtype: torch.dtype, states_dtype: torch.dtype):
     """(tile, rows, Triton's own launch options) from LAUNCH and the overrides; where None, by the
-    queries' and the states' dtypes: tiles of 32 (16 in float32, 64 over fp8 states) and 2 stages
-    (1 in float32 or over 8-bit states)."""
+    queries' and the states' dtypes: tiles of 16 (32 over 8-bit states) and 2 stages (1 in float32 or
+    over 8-bit states)."""
     launch = {**LAUNCH, **(overrides or {})}
     wide, eight_bit = dtype == torch.float32, states_dtype in (FP8, torch.int8)
-    tile = launch.pop("tile") or (16 if wide else 64 if states_dtype == FP8 else 32)
+    tile = launch.pop("tile") or (32 if eight_bit else 16)
     launch["num_stages"] = launch["num_stages"] or (1 if wide or eight_bit else 2)
     return tile, launch.pop("rows"), launch
 
@@ -236,7 +245,7 @@ def attend_states_triton(
     tile, rows, launch = resolve_launch(launch, queries.dtype, states.dtype)
     groups = -(-heads // rows)
     per_program = -(-heads // groups)
-    block_size, (width, main, tail) = states.shape[1], slices_of(d_model)
+    block_size, (slices, width, tail_width) = states.shape[1], slices_of(d_model)
     partition, num_splits = partitions(num_seqs, groups, block_tables.shape[1] * block_size, tile, num_splits)
     part_max, part_sum, part_acc = partial_buffers(queries, num_splits)
     scales = part_max if row_scales is None else row_scales  # (not read unless SCALED)
@@ -244,8 +253,8 @@ def attend_states_triton(
         queries, states, scales, block_tables, seq_lens, out, part_max, part_sum, part_acc, scale, heads,
         per_program, d_model, partition, num_splits, queries.stride(0), queries.stride(1),
         states.stride(0), states.stride(1), block_tables.stride(0), out.stride(0), out.stride(1),
-        BLOCK_SIZE=block_size, TILE=tile, ROWS=max(16, triton.next_power_of_2(per_program)), WIDTH=width,
-        MAIN=main, TAIL=max(tail, 1), HAS_TAIL=tail > 0, ONE_SPLIT=num_splits == 1,
+        BLOCK_SIZE=block_size, TILE=tile, ROWS=max(16, triton.next_power_of_2(per_program)), SLICES=slices,
+        WIDTH=width, TAIL_WIDTH=tail_width or LEAST_WIDTH, HAS_TAIL=tail_width > 0, ONE_SPLIT=num_splits == 1,
         PRECISION="ieee" if queries.dtype == torch.float32 else "default",
         SCALED=row_scales is not None, ASM=not IS_INTERPRETED, **launch,
     )  # fmt: skip

@@ -63,8 +63,8 @@ def test_states_attention_is_the_projected_cross_attention():
     torch.testing.assert_close(got - no_bias, bias[d_model:].view(heads, -1).expand_as(got))
 
 
-# (heads, head_dim): one slice and one head group; 4 + 1 slices of 64 (d_model 320) and two groups
-# of 10 heads (20 heads: Whisper large's); 2 + 1 slices of 128 (tiny's d_model 384)
+# (heads, head_dim): 4 slices of 16, no tail, one head group; 4 slices of 64 + 16 (d_model 320) and
+# two groups of 10 heads (20 heads: Whisper large's); 8 slices of 32 + 16 (tiny's d_model 384)
 SHAPES = [(4, 16), (20, 16), (6, 64)]
 
 
@@ -124,20 +124,20 @@ def test_triton_reads_half_precision_states():
 def test_slices_cover_d_model_or_say_why_not():
     d_models = (64, 320, 384, 512, 768, 1024, 1280, 48)
     expected = [
-        (64, 1, 0),
-        (64, 4, 1),
-        (128, 2, 1),
-        (128, 4, 0),
-        (128, 4, 2),
-        (128, 8, 0),
-        (128, 8, 2),
-        (16, 2, 1),
+        (4, 16, 0),
+        (4, 64, 16),
+        (8, 32, 16),
+        (8, 64, 0),
+        (8, 64, 32),
+        (8, 128, 0),
+        (8, 128, 32),
+        (1, 32, 16),
     ]
     assert [slices_of(d) for d in d_models] == expected
-    for d_model, (width, main, tail) in zip(d_models, expected):
-        assert width * (main + tail) == d_model
+    for d_model, (slices, width, tail_width) in zip(d_models, expected):
+        assert slices * (width + tail_width) == d_model
     with pytest.raises(ValueError, match="d_model 1792"):
-        slices_of(1792)  # 14 x 128, 28 x 64, ...: 8 + 6, 16 + 12: no power-of-two tail
+        slices_of(1792)  # 8 x (128 + 96), 4 x (256 + 192), ...: no power-of-two tail
     with pytest.raises(ValueError, match="d_model 40"):
         slices_of(40)
 
