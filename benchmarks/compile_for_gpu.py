@@ -141,7 +141,7 @@ def problems(row: dict) -> list[str]:
 def _loop_line(loop: dict) -> str:
     return (
         f"{loop['instructions']} instructions ({loop['conditional']} conditional), {loop['global_read']} B "
-        f"global, {loop['shared_read']} B "
+        f"global ({loop['index_read']} narrow), {loop['shared_read']} B "
         f"shared read + {loop['shared_write']} written, {loop['mma']} mma a warp an iteration; "
         f"shared x{loop['shared_x']:.2f}, issue x{loop['issue_x']:.2f} of the global reads' time"
     )

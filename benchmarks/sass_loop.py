@@ -65,7 +65,7 @@ def main_loop(sass: str) -> dict | None:
     inside = [(address, opcode, text) for address, opcode, text in program if start <= address <= end]
     body = [opcode for _, opcode, _ in inside]
     count = {"instructions": len(body), "conditional": _conditional(inside)}
-    count.update(shared_read=0, shared_write=0, global_read=0, mma=0)
+    count.update(shared_read=0, shared_write=0, global_read=0, index_read=0, mma=0)
     for opcode in body:
         kind = opcode.split(".")[0]
         if kind in ("LDS", "LDSM"):
@@ -74,15 +74,24 @@ def main_loop(sass: str) -> dict | None:
             count["shared_write"] += _bytes(opcode)
         elif kind in ("LDG", "LDGSTS"):
             count["global_read"] += _bytes(opcode)
+            count["index_read"] += _bytes(opcode) if _bytes(opcode) <= 4 * LANES else 0
         count["mma"] += kind in ("HMMA", "IMMA", "HGMMA", "QGMMA")
     return count
 
 
+def _data_bytes(loop: dict) -> int:
+    """The loop's global reads less its narrow ones (4 bytes a lane or fewer: a block table's
+    indices, where the data come in vectors of 8-16 bytes a lane); all of them if all are narrow."""
+    data = loop["global_read"] - loop["index_read"]
+    return data if data > 0 else loop["global_read"]
+
+
 def bounds(loop: dict) -> dict[str, float]:
-    """Cycles of an SM a warp-iteration for global reads, shared-memory traffic and issue, and each
-    over the global reads' (1.0: as long): where shared or issue pass 1, the loop is theirs."""
+    """Cycles of an SM a warp-iteration for global reads (the data's: `_data_bytes`), shared-memory
+    traffic and issue, and each over the global reads' (1.0: as long): where shared or issue pass 1,
+    the loop is theirs."""
     cycles = {
-        "global": loop["global_read"] / SM_BYTES_A_CYCLE["global"],
+        "global": _data_bytes(loop) / SM_BYTES_A_CYCLE["global"],
         "shared": (loop["shared_read"] + loop["shared_write"]) / SM_BYTES_A_CYCLE["shared"],
         "issue": loop["instructions"] / ISSUE_A_CYCLE,
     }
