@@ -22,7 +22,7 @@
 #           tuned against the one-pass float-score kernel, the engine with the best of each cache)
 #           states (session 32, rebuilt in session 33, not yet run: cross_cache="states", the encoder
 #           states cached once and read through each layer's K/V projection, kernels/paged_states_*.py:
-#           its tests compiled, its kernel's launch tuned at batch 256 for float16 states (9 launches)
+#           its tests compiled, its kernel's launch tuned at batch 256 for float16 states (6 launches)
 #           against the paged decode of the projected K/V, each launch's error against the torch form
 #           printed, then the engine's RTFx at batch 256 with float16 states beside the float16
 #           default, tokens compared; ~10 minutes at most)
@@ -35,7 +35,7 @@
 # not faster; both decode kernels are bound by their instructions, not by memory
 # (benchmarks/results/gpu_h200_2026-11-28_session31.txt). Session 33 (no GPU) compiled every kernel
 # for sm_90 on the CPU (benchmarks/compile_for_gpu.py, CI runs it): session 32's states kernel did
-# not compile and was bound by shared memory; rebuilt. The next lent GPU: `states` in one call (the
+# not compile (and spilled, and read all of q in every warp); rebuilt. The next lent GPU: `states` in one call (the
 # states read, float16's cross bytes halved with no rounding), then at once on the same machine
 # `statesfp8`; time left, int4e, then parity.
 # Each stage has its own time limit, so one failure or hang leaves the others' results.

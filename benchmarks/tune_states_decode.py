@@ -27,10 +27,10 @@ from scriba.kernels.paged_states_triton import attend_states_triton
 DEVICE = "cuda"  # (the tests run it on CPU tensors in Triton's interpreter, at a tiny shape)
 HEADS, HEAD_DIM, LENGTH, BLOCK = 20, 64, 1500, 16
 D_MODEL = HEADS * HEAD_DIM
-# Compiled for sm_90 with `compile_for_gpu.py --grid --model` (Triton 3.9), the launches of 32 rows
-# or 4 warps spill registers, in float16 and fp8. Of these, float16's tiles of 64 spill too (timed
-# all the same) and fp8's in 2-3 stages need more shared memory than an SM has (reported, skipped).
-GRID = dict(tile=(16, 32, 64), rows=(16,), num_warps=(8,), num_stages=(1, 2, 3))
+# Compiled for sm_90 with `compile_for_gpu.py --grid --model`, the launches of 32 rows or 4 warps
+# spill registers, in float16 and fp8, and tiles of 64 need more shared memory than an SM has in
+# Triton 3.6 (the GPU machine's). What fails on the GPU is reported and skipped.
+GRID = dict(tile=(16, 32), rows=(16,), num_warps=(8,), num_stages=(1, 2, 3))
 
 
 def case(seqs: int, kind: str):

@@ -4,14 +4,12 @@ sequence's heads) attend over the sequence's states E [positions, d_model], both
 tensor cores.
 
 The products are ROWS x TILE over d_model (the scores) and ROWS x d_model over TILE (the weighted
-sum): small M and N, long K. Split over the warps by M or N, every warp reads all of q and much of
-the tile from shared memory for its own [16, 8] piece: compiled for sm_90, session 32's kernel
-(tiles of 16, 8 warps) read 530 KB of shared memory for each 40 KB tile, its shared-memory traffic
-1.83x its global reads' time (1.25x in 4 warps, where one split or 8-bit states spilled registers).
-So d_model is cut into slices, one a warp: q and E as [slices, ROWS or TILE, width] and each
-product a batched one (Triton gives a batched product's warps the batch). A warp's scores are its
-slice's part, summed across the warps; the weights come back to every warp for its slice of the
-weighted sum: each warp reads only its own slices of q and of the tile (the tile once a product).
+sum): small M and N, long K. Split over the warps by M or N (session 32's kernel), every warp reads
+all of q and much of the tile from shared memory for its own [16, 8] piece (sm_90, 8 warps: 530 KB
+for each 40 KB tile). So d_model is cut into slices, one a warp: q and E as [slices, ROWS or TILE,
+width] and each product a batched one (Triton gives a batched product's warps the batch). A warp's
+scores are its slice's part, summed across the warps; the weights come back to every warp for its
+slice of the weighted sum: each warp reads only its own slices of q and of the tile.
 
 Slices are a power of two in number and width (Triton's shapes), so each slice is a main part
 and a tail, both powers of two: d_model = SLICES x (WIDTH + TAIL_WIDTH), Whisper large's
@@ -32,19 +30,15 @@ from scriba.kernels.triton_support import HAS_TRITON, IS_INTERPRETED, require_tr
 # How the kernel is launched; not yet timed on a GPU (benchmarks/tune_states_decode.py). rows: a
 # program's query rows, heads padded up (16, the least a tensor-core product takes, splits Whisper
 # large's 20 heads into two programs of 10 that read the same states; 32: one program). tile:
-# positions a step. None: by the dtypes (`resolve_launch`). Compiled for sm_90, Whisper large
-# (benchmarks/compile_for_gpu.py --model: a warp's loop and its bounds, sass_loop.py):
-# - float16 states, tiles of 32, 2 stages: 248 registers, 128 KB of shared memory, no spills; the
-#   loop's shared-memory traffic 0.64x its global reads' time, its issue 0.27x, 0.23x on the usual
-#   path, which skips the accumulators' rescale (session 32's kernel: 1.25x and 0.36x in 4 warps,
-#   1.83x and 0.52x in 8);
-# - fp8 states, tiles of 64, 1 stage: 249 registers; shared 1.33x, issue 0.55x (tiles of 32: 1.41x
-#   and 0.66x; without the PTX conversion, issue 1.02x; session 32's kernel spilled, 1.67x and
-#   1.34x). The scores are E . q, transposed after, not q . E: E is then the first operand of one
-#   product and the second of the other, both read from one copy in shared memory (fp8's written
-#   bytes 29 -> 19 KB a warp an iteration at 32, registers 248 -> 195);
+# positions a step. None: by the dtypes (`resolve_launch`). Compiled for sm_90 in Triton 3.6 (the
+# GPU machine's), Whisper large (benchmarks/compile_for_gpu.py --model, sass_loop.py: a warp's loop
+# against its data reads in an SM's time):
+# - float16 states, tiles of 16 (one block), 2 stages: 207 registers, 88 KB of shared memory, no
+#   spills; shared-memory traffic 0.67x, issue 0.67x (tiles of 32 spill a few bytes at one split);
+# - fp8 states, tiles of 32, 1 stage: 230 registers; shared 1.46x, issue 1.23x (tiles of 64 need
+#   more shared memory than an SM has in 3.6; without the PTX conversion issue is 1.5x more);
 # - float32 (full-precision products, the tests' mode) in tiles of 16 and 1 stage: tiles of 32 need
-#   368 KB of shared memory. int8 states spill ~300 bytes (tiles of 64: 2 KB).
+#   368 KB of shared memory. int8 states spill ~450 bytes.
 LAUNCH = dict(tile=None, rows=16, num_warps=8, num_stages=None)
 SLICES = (8, 4, 2, 1)  # slices of d_model, most first: one a warp in LAUNCH's 8 warps
 LEAST_WIDTH = 16  # a tensor-core product's least
@@ -90,7 +84,7 @@ if HAS_TRITON:
         """fp8 (e4m3) codes as bytes -> float16, four at a time in PTX. Opaque to the compiler (not
         pure), so it converts where the codes are loaded: from the plain conversion it moves the
         codes into shared memory first and converts every byte as each product reads it (sm_90:
-        1,220 instructions a warp an iteration, against 813)."""
+        1.5x the loop's instructions)."""
         return tl.inline_asm_elementwise(
             asm="{ .reg .b16 lo, hi; mov.b32 {lo, hi}, $2; "
             "cvt.rn.f16x2.e4m3x2 $0, lo; cvt.rn.f16x2.e4m3x2 $1, hi; }",
