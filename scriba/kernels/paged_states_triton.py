@@ -115,6 +115,19 @@ if HAS_TRITON:
         return tl.trans(tl.sum(_dot(e, tl.permute(q, (0, 2, 1)), PRECISION), 0))  # (why: LAUNCH)
 
     @triton.jit
+    def _tile_scores(tile_ptr, row, valid, main, tail, q_main, q_tail, PRECISION: tl.constexpr,
+                     ASM: tl.constexpr, HAS_TAIL: tl.constexpr):  # fmt: skip
+        """(the tile's scores [ROWS, TILE], unscaled; its main slices [SLICES, TILE, WIDTH]; its tail
+        slices, or the main ones again where there is no tail): both parts' products summed."""
+        e_main = _slice_tile(tile_ptr, row, valid, main, q_main, ASM)
+        scores = _slice_scores(q_main, e_main, PRECISION)
+        e_tail = e_main
+        if HAS_TAIL:
+            e_tail = _slice_tile(tile_ptr, row, valid, tail, q_main, ASM)
+            scores += _slice_scores(q_tail, e_tail, PRECISION)
+        return scores, e_main, e_tail
+
+    @triton.jit
     def _slice_accumulate(acc, weights, e, SLICES: tl.constexpr, PRECISION: tl.constexpr):
         """acc [SLICES, ROWS, WIDTH] plus weights [ROWS, TILE] times e [SLICES, TILE, WIDTH] (the
         product's own accumulator: no separate add)."""
@@ -134,6 +147,20 @@ if HAS_TRITON:
         """A tile over blocks: (the pool's start, each position's offset [TILE], its block [TILE])."""
         block = tl.load(table + pos // BLOCK_SIZE, mask=valid, other=0)
         return states_ptr, block.to(tl.int64) * stride_block + (pos % BLOCK_SIZE) * stride_tok, block
+
+    @triton.jit
+    def _accumulate_tile(acc_main, acc_tail, moved, rescale, weights, e_main, e_tail, SLICES: tl.constexpr,
+                         PRECISION: tl.constexpr, HAS_TAIL: tl.constexpr):  # fmt: skip
+        """Both parts' accumulators rescaled where the softmax reference `moved` (_row_update),
+        plus the weights [ROWS, TILE] times the tile's slices."""
+        if moved:
+            acc_main *= rescale[None, :, None]
+            if HAS_TAIL:
+                acc_tail *= rescale[None, :, None]
+        acc_main = _slice_accumulate(acc_main, weights, e_main, SLICES, PRECISION)
+        if HAS_TAIL:
+            acc_tail = _slice_accumulate(acc_tail, weights, e_tail, SLICES, PRECISION)
+        return acc_main, acc_tail
 
     @triton.jit
     def _row_update(scores, valid, reference, total, LAZY: tl.constexpr):
@@ -198,11 +225,9 @@ if HAS_TRITON:
                 tile_ptr, row, block = _block_rows(states_ptr, table, tile_start, pos, *strides, BLOCK_SIZE)
             else:
                 tile_ptr, row, block = _gathered_rows(states_ptr, table, pos, valid, *strides, BLOCK_SIZE)
-            e_main = _slice_tile(tile_ptr, row, valid, main, q_main, ASM)
-            scores = _slice_scores(q_main, e_main, PRECISION)
-            if HAS_TAIL:
-                e_tail = _slice_tile(tile_ptr, row, valid, tail, q_main, ASM)
-                scores += _slice_scores(q_tail, e_tail, PRECISION)
+            scores, e_main, e_tail = _tile_scores(
+                tile_ptr, row, valid, main, tail, q_main, q_tail, PRECISION, ASM, HAS_TAIL
+            )  # fmt: skip
             scores *= scale
             if SCALED:
                 slot = block.to(tl.int64) * BLOCK_SIZE + pos % BLOCK_SIZE
@@ -211,13 +236,9 @@ if HAS_TRITON:
             running_max, moved, rescale, weights, total = _row_update(scores, valid, running_max, total, 8.0)
             if SCALED:
                 weights *= row_scale[None, :]
-            if moved:
-                acc_main *= rescale[None, :, None]
-                if HAS_TAIL:
-                    acc_tail *= rescale[None, :, None]
-            acc_main = _slice_accumulate(acc_main, weights, e_main, SLICES, PRECISION)
-            if HAS_TAIL:
-                acc_tail = _slice_accumulate(acc_tail, weights, e_tail, SLICES, PRECISION)
+            acc_main, acc_tail = _accumulate_tile(
+                acc_main, acc_tail, moved, rescale, weights, e_main, e_tail, SLICES, PRECISION, HAS_TAIL
+            )  # fmt: skip
         part = (seq * num_heads + head) * num_splits + split
         if not ONE_SPLIT:
             tl.store(part_max_ptr + part, running_max, mask=row_mask)
