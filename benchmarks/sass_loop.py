@@ -40,13 +40,19 @@ def _instructions(sass: str) -> list[tuple[int, str, str]]:
     return found
 
 
+def _branch_target(opcode: str, text: str) -> int | None:
+    """The address a branch instruction goes to, or None for any other instruction."""
+    target = re.search(r"\bBRA\b.*?(0x[0-9a-f]+)", text) if opcode.startswith("BRA") else None
+    return int(target.group(1), 16) if target else None
+
+
 def _conditional(inside: list[tuple[int, str, str]]) -> int:
     """Instructions a predicated forward branch may skip (a kernel's dynamic `if` in the loop)."""
     skipped = set()
     for address, opcode, text in inside:
-        target = re.search(r"\bBRA\b.*?(0x[0-9a-f]+)", text) if opcode.startswith("BRA") else None
-        if target and text.lstrip().startswith("@") and int(target.group(1), 16) > address:
-            skipped.update(a for a, _, _ in inside if address < a < int(target.group(1), 16))
+        target = _branch_target(opcode, text)
+        if target and text.lstrip().startswith("@") and target > address:
+            skipped.update(a for a, _, _ in inside if address < a < target)
     return len(skipped)
 
 
@@ -56,9 +62,9 @@ def main_loop(sass: str) -> dict | None:
     program = _instructions(sass)
     loops = []
     for address, opcode, text in program:
-        target = re.search(r"\bBRA\b.*?(0x[0-9a-f]+)", text) if opcode.startswith("BRA") else None
-        if target and int(target.group(1), 16) < address:
-            loops.append((int(target.group(1), 16), address))
+        target = _branch_target(opcode, text)
+        if target is not None and target < address:
+            loops.append((target, address))
     if not loops:
         return None
     start, end = max(loops, key=lambda span: span[1] - span[0])
@@ -67,14 +73,14 @@ def main_loop(sass: str) -> dict | None:
     count = {"instructions": len(body), "conditional": _conditional(inside)}
     count.update(shared_read=0, shared_write=0, global_read=0, index_read=0, mma=0)
     for opcode in body:
-        kind = opcode.split(".")[0]
+        kind, moved = opcode.split(".")[0], _bytes(opcode)
         if kind in ("LDS", "LDSM"):
-            count["shared_read"] += _bytes(opcode)
+            count["shared_read"] += moved
         elif kind in ("STS", "STSM"):
-            count["shared_write"] += _bytes(opcode)
+            count["shared_write"] += moved
         elif kind in ("LDG", "LDGSTS"):
-            count["global_read"] += _bytes(opcode)
-            count["index_read"] += _bytes(opcode) if _bytes(opcode) <= 4 * LANES else 0
+            count["global_read"] += moved
+            count["index_read"] += moved if moved <= 4 * LANES else 0
         count["mma"] += kind in ("HMMA", "IMMA", "HGMMA", "QGMMA")
     return count
 
