@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import gc
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -369,6 +370,19 @@ def json_or_file(text: str) -> dict:
     return json.loads(text if text.lstrip().startswith("{") else open(text).read())
 
 
+def states_launch_of(spec: str | None, kv_cache_dtype: str, dtype: str) -> dict:
+    """--states-launch for a variant's states: a JSON object, a file holding one, or a file pattern
+    with "{kind}" (fp8, int8, else the compute dtype: tune_states_decode.py --best-out's names),
+    whose missing file means LAUNCH's own settings."""
+    if not spec:
+        return {}
+    kind = kv_cache_dtype if kv_cache_dtype in ("fp8", "int8") else dtype
+    path = spec.replace("{kind}", kind)
+    if "{kind}" in spec and not os.path.exists(path):
+        return {}
+    return json_or_file(path)
+
+
 def base_variant(name: str) -> str:
     for suffix in SUFFIXES:
         name = name.replace(suffix, "")
@@ -421,7 +435,7 @@ def run_scriba(args, folder, prompts, async_scheduling, kv_cache_dtype, label=""
 def run_variants(args, folder, prompts) -> list[tuple[str, str, tuple, list[list[int]]]]:
     """(label, kv_cache_dtype, (wall, step, host), tokens) per --variants entry."""
     results = []
-    default_launch = dict(paged_decode_plan.LAUNCH)
+    default_launch, default_states = dict(paged_decode_plan.LAUNCH), dict(paged_states_triton.LAUNCH)
     for label, async_scheduling, kv_cache_dtype in variants(args):
         launch = (
             args.decode_launch
@@ -430,6 +444,10 @@ def run_variants(args, folder, prompts) -> list[tuple[str, str, tuple, list[list
         )
         paged_decode_plan.LAUNCH.update({**default_launch, **launch})
         log(f"({label or 'scriba'}) paged decode launch: {paged_decode_plan.LAUNCH}")
+        states = states_launch_of(args.states_launch, kv_cache_dtype, args.dtype)
+        paged_states_triton.LAUNCH.update({**default_states, **states})
+        if "+states" in label:
+            log(f"({label}) states launch: {paged_states_triton.LAUNCH}")
         dense = backends.CudaBackend.encoder_attention
         if "-packed-encoder" in label:  # TorchBackend's rule on this backend: packed varlen flash
             backends.CudaBackend.encoder_attention = classmethod(
@@ -442,6 +460,8 @@ def run_variants(args, folder, prompts) -> list[tuple[str, str, tuple, list[list
         finally:
             backends.CudaBackend.encoder_attention = dense
         results.append((label, kv_cache_dtype, (wall, step, host, split), tokens))
+    paged_decode_plan.LAUNCH.update(default_launch)  # the next model's run starts from the defaults
+    paged_states_triton.LAUNCH.update(default_states)
     return results
 
 
@@ -579,8 +599,9 @@ def main(argv=None) -> None:
     )
     parser.add_argument(
         "--states-launch",
-        help="the states kernel's settings over its LAUNCH's (cross_cache='states'): a JSON object or a"
-        " file holding one (benchmarks/tune_states_decode.py --best-out)",
+        help="the states kernel's settings over its LAUNCH's (cross_cache='states'): a JSON object, a"
+        ' file holding one, or a file a kind of states ("/tmp/best_{kind}.json": fp8, int8 or the dtype;'
+        " benchmarks/tune_states_decode.py --best-out)",
     )
     parser.add_argument(
         "--skip-transformers", action="store_true", help="Scriba only (its cache does not fit at batch 256)"
@@ -589,8 +610,6 @@ def main(argv=None) -> None:
     args.dtype = args.dtype or ("float16" if args.device.startswith("cuda") else "float32")
     if args.decode_launch:
         args.decode_launch = json_or_file(args.decode_launch)
-    if args.states_launch:
-        paged_states_triton.LAUNCH.update(json_or_file(args.states_launch))
     global OUT_PATH
     OUT_PATH = args.out
     if args.out:

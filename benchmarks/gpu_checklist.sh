@@ -20,14 +20,13 @@
 #           int4e (session 31, not yet run: the decode in two passes, LAUNCH's two_pass, for fp8 and
 #           int4, and int4's scores in integers, dp4a, LAUNCH's int_scores: their tests compiled, each
 #           tuned against the one-pass float-score kernel, the engine with the best of each cache)
-#           states (session 32, rebuilt in session 33, not yet run: cross_cache="states", the encoder
-#           states cached once and read through each layer's K/V projection, kernels/paged_states_*.py:
-#           its tests compiled, its kernel's launch tuned at batch 256 for float16 states (6 launches)
-#           against the paged decode of the projected K/V, each launch's error against the torch form
-#           printed, then the engine's RTFx at batch 256 with float16 states beside the float16
-#           default, tokens compared; ~10 minutes at most)
-#           statesfp8 (the same for fp8 states against the fp8 cache, both with the fp8 encoder and the
-#           encoder's stream; ~7 minutes at most)
+#           states (session 32, rebuilt in session 33, both kinds in one stage since session 34, not yet run:
+#           cross_cache="states", the encoder states cached once and read through each layer's K/V
+#           projection, kernels/paged_states_*.py: its tests compiled, its kernel's launch tuned at batch
+#           256 for float16 and fp8 states (6 launches a kind) against the paged decode of the projected
+#           K/V, each launch's error against the torch form printed, then the engine's RTFx at batch 256:
+#           the float16 default and the fp8 cache (fp8 encoder), each without and with states in its
+#           kind's tuned launch, tokens compared; ~9 minutes at most)
 #           beams (beam-4 summarization, Scriba against transformers' generate, both on the GPU)
 # Session 30 (an H200) ran `env new variants`, then `fp8rows new variants30 parity`: the encoder's
 # stream became the GPU's default; encoder and decode do not overlap on the device. Session 31 (an
@@ -35,9 +34,8 @@
 # not faster; both decode kernels are bound by their instructions, not by memory
 # (benchmarks/results/gpu_h200_2026-11-28_session31.txt). Session 33 (no GPU) compiled every kernel
 # for sm_90 on the CPU (benchmarks/compile_for_gpu.py, CI runs it): session 32's states kernel did
-# not compile (and spilled, and read all of q in every warp); rebuilt. The next lent GPU: `states` in one call (the
-# states read, float16's cross bytes halved with no rounding), then at once on the same machine
-# `statesfp8`; time left, int4e, then parity.
+# not compile (and spilled, and read all of q in every warp); rebuilt. The next lent GPU: `env states` in one call (the
+# states read: float16's cross bytes halved with no rounding, fp8's too); time left, int4e, then parity.
 # Each stage has its own time limit, so one failure or hang leaves the others' results.
 set -u
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
@@ -78,13 +76,9 @@ for stage in $stages; do
       run int4e-tune 180 python3 benchmarks/tune_paged_decode.py --kinds fp8,int4 --best-out "/tmp/best_{kind}.json"
       run int4e-fp8 150 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants fp8+fp8-encoder+encoder-stream,fp8+fp8-encoder+encoder-stream+launch --decode-launch /tmp/best_fp8.json --out "$OUT/gpu_whisper_b256_fp8e.txt"
       run int4e 150 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants fp8+fp8-encoder+encoder-stream,int4+fp8-encoder+encoder-stream+launch --decode-launch /tmp/best_int4.json --out "$OUT/gpu_whisper_b256_int4e.txt" ;;
-    states) SCRIBA_TEST_FLOAT32=1 run states-tests 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_paged_states_attention.py tests/engine/test_cross_states.py -k triton
-      run states-tune 200 python3 benchmarks/tune_states_decode.py --kinds float16 --batches 256 --best-out "/tmp/best_states_{kind}.json"
-      launch=(); [ -f /tmp/best_states_float16.json ] && launch=(--states-launch /tmp/best_states_float16.json)
-      run states 240 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants async+encoder-stream,async+encoder-stream+states "${launch[@]}" --out "$OUT/gpu_whisper_b256_states.txt" ;;
-    statesfp8) run statesfp8-tune 200 python3 benchmarks/tune_states_decode.py --kinds fp8 --batches 256 --best-out "/tmp/best_states_{kind}.json"
-      launch=(); [ -f /tmp/best_states_fp8.json ] && launch=(--states-launch /tmp/best_states_fp8.json)
-      run statesfp8 240 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants fp8+fp8-encoder+encoder-stream,fp8+fp8-encoder+encoder-stream+states "${launch[@]}" --out "$OUT/gpu_whisper_b256_states_fp8.txt" ;;
+    states) SCRIBA_TEST_FLOAT32=1 run states-tests 100 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_paged_states_attention.py tests/engine/test_cross_states.py -k triton
+      run states-tune 160 python3 benchmarks/tune_states_decode.py --kinds float16,fp8 --batches 256 --best-out "/tmp/best_states_{kind}.json"
+      run states 300 python3 benchmarks/bench_gpu.py --models whisper --batch 256 --skip-transformers --profile --variants async+encoder-stream,async+encoder-stream+states,fp8+fp8-encoder+encoder-stream,fp8+fp8-encoder+encoder-stream+states --states-launch "/tmp/best_states_{kind}.json" --out "$OUT/gpu_whisper_b256_states.txt" ;;
     overlap) run overlap 240 python3 benchmarks/bench_overlap_gpu.py --carveouts 0,16,32,48 --out "$OUT/overlap.txt" ;;
     beams) run beams 240 python3 benchmarks/bench_beam.py --device cuda --dtype float16 --num-requests 128 --max-len 512 ;;
     syncs) run syncs 120 bash -c 'cd benchmarks && python3 find_gpu_syncs.py --batch 16 && python3 find_gpu_syncs.py --batch 16 --async-scheduling off' ;;
