@@ -370,13 +370,13 @@ def json_or_file(text: str) -> dict:
     return json.loads(text if text.lstrip().startswith("{") else open(text).read())
 
 
-def states_launch_of(spec: str | None, kv_cache_dtype: str, dtype: str) -> dict:
-    """--states-launch for a variant's states: a JSON object, a file holding one, or a file pattern
-    with "{kind}" (fp8, int8, else the compute dtype: tune_states_decode.py --best-out's names),
-    whose missing file means LAUNCH's own settings."""
+def launch_of(spec: str | None, kv_cache_dtype: str, dtype: str) -> dict:
+    """A kernel's settings for a variant (--decode-launch, --states-launch): a JSON object, a file
+    holding one, or a file pattern with "{kind}", the variant's cache (fp8, int8, int4, else the
+    compute dtype: the tuners' --best-out names), whose missing file means LAUNCH's own settings."""
     if not spec:
         return {}
-    kind = kv_cache_dtype if kv_cache_dtype in ("fp8", "int8") else dtype
+    kind = kv_cache_dtype if kv_cache_dtype in ("fp8", "int8", "int4") else dtype
     path = spec.replace("{kind}", kind)
     if "{kind}" in spec and not os.path.exists(path):
         return {}
@@ -437,14 +437,11 @@ def run_variants(args, folder, prompts) -> list[tuple[str, str, tuple, list[list
     results = []
     default_launch, default_states = dict(paged_decode_plan.LAUNCH), dict(paged_states_triton.LAUNCH)
     for label, async_scheduling, kv_cache_dtype in variants(args):
-        launch = (
-            args.decode_launch
-            if args.decode_launch and (label.endswith("+launch") or not args.variants)
-            else {}
-        )
+        tuned = label.endswith("+launch") or not args.variants
+        launch = launch_of(args.decode_launch, kv_cache_dtype, args.dtype) if tuned else {}
         paged_decode_plan.LAUNCH.update({**default_launch, **launch})
         log(f"({label or 'scriba'}) paged decode launch: {paged_decode_plan.LAUNCH}")
-        states = states_launch_of(args.states_launch, kv_cache_dtype, args.dtype)
+        states = launch_of(args.states_launch, kv_cache_dtype, args.dtype)
         paged_states_triton.LAUNCH.update({**default_states, **states})
         if "+states" in label:
             log(f"({label}) states launch: {paged_states_triton.LAUNCH}")
@@ -594,8 +591,9 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--decode-launch",
         help="paged decode kernel settings over LAUNCH's for every variant, or for those named"
-        ' with a "+launch" suffix (async+launch): a JSON object or a file holding one, e.g.'
-        ' \'{"lanes": true, "tile": 64}\' (benchmarks/tune_paged_decode.py --best-out)',
+        ' with a "+launch" suffix (async+launch): a JSON object, a file holding one, e.g.'
+        ' \'{"lanes": true, "tile": 64}\', or a file a cache ("/tmp/best_{kind}.json": fp8, int8, int4 or the'
+        " dtype; benchmarks/tune_paged_decode.py --best-out)",
     )
     parser.add_argument(
         "--states-launch",
@@ -608,8 +606,6 @@ def main(argv=None) -> None:
     )
     args = parser.parse_args(argv)
     args.dtype = args.dtype or ("float16" if args.device.startswith("cuda") else "float32")
-    if args.decode_launch:
-        args.decode_launch = json_or_file(args.decode_launch)
     global OUT_PATH
     OUT_PATH = args.out
     if args.out:

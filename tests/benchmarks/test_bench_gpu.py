@@ -48,20 +48,25 @@ def test_variants_run_on_the_same_weights_and_compare_tokens(tmp_path):
     assert report.count("the 20 steps before, unprofiled:") == 5
 
 
-def test_each_variant_gets_the_tuned_states_launch_of_its_kind(tmp_path):
+def test_each_variant_gets_the_tuned_launches_of_its_kind(tmp_path):
     (tmp_path / "best_float32.json").write_text('{"tile": 32}')  # no fp8 file: fp8 keeps LAUNCH's
+    (tmp_path / "decode_fp8.json").write_text('{"tile": 64}')
     out = tmp_path / "states.txt"
     bench_gpu.LINES.clear()
     default = dict(bench_gpu.paged_states_triton.LAUNCH)
+    decode_default = dict(bench_gpu.paged_decode_plan.LAUNCH)
     argv = ["--tiny", "--device", "cpu", "--batch", "2", "--new-tokens", "3", "--models", "whisper"]
     pattern = str(tmp_path / "best_{kind}.json")
-    variants = "async+states,fp8+states,async"
-    bench_gpu.main(
-        [*argv, "--skip-transformers", "--variants", variants, "--states-launch", pattern, "--out", str(out)]
-    )
+    variants = "async+states,fp8+states,async,fp8+launch"
+    decode = ["--decode-launch", str(tmp_path / "decode_{kind}.json")]  # only "+launch" variants take it
+    argv += ["--skip-transformers", "--variants", variants, "--states-launch", pattern, *decode]
+    bench_gpu.main([*argv, "--out", str(out)])
     report = out.read_text()
     assert f"(async+states) states launch: {dict(default, tile=32)}" in report
     assert f"(fp8+states) states launch: {default}" in report
     assert report.count("states launch:") == 2  # logged only where states are read
+    assert f"(fp8+launch) paged decode launch: {dict(decode_default, tile=64)}" in report
+    assert f"(fp8+states) paged decode launch: {decode_default}" in report
     assert bench_gpu.paged_states_triton.LAUNCH == default  # restored after the run
-    assert bench_gpu.states_launch_of('{"rows": 32}', "fp8", "float16") == {"rows": 32}
+    assert bench_gpu.paged_decode_plan.LAUNCH == decode_default
+    assert bench_gpu.launch_of('{"rows": 32}', "fp8", "float16") == {"rows": 32}
