@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
-_KV_CACHE_DTYPES = (*_DTYPES, "fp8", "int8", "int4")
+_KV_CACHE_DTYPES = (*_DTYPES, "fp8", "int8")
 _PREEMPTION_MODES = ("recompute", "swap")
 _BACKENDS = ("auto", "torch", "numba", "triton", "cuda")
 _QUANTIZATIONS = ("int8",)  # as scriba.models.quantize.QUANTIZATIONS (config imports no torch)
@@ -13,7 +13,6 @@ _ENCODER_RUNTIMES = ("torch", "openvino")
 _ENCODER_QUANTIZATIONS = ("fp8",)  # as scriba.models.fp8_linear.ENCODER_QUANTIZATIONS
 _ENCODER_PADDINGS = ("computed", "cached")
 _DECODER_RUNTIMES = ("auto", "torch", "numba")
-_CROSS_CACHES = ("projected", "states")
 
 
 @dataclass
@@ -66,10 +65,7 @@ class EngineConfig:
     # attention reads half the bytes, through kernels/cpu_paged_attention.py (1.05-1.31x faster
     # with int8; not the default: it cost the multilingual base one word too many in Spanish).
     # "fp8" (e4m3) or "int8": 8-bit codes with a scale per cached vector (kernels/kv8.py): a
-    # quarter of float32's bytes, on the CPU or a GPU, under any compute dtype. "int4": the cross K/V
-    # as 4-bit codes, two a byte (half of those bytes again), the self K/V in int8; read by the
-    # torch and Triton paths, not the numba ones. On an H200 no faster than "fp8" (its decode kernel
-    # is bound by instructions, not bytes: docs/performance.md) and a few words less accurate.
+    # quarter of float32's bytes, on the CPU or a GPU, under any compute dtype.
     kv_cache_dtype: str = "auto"
     # CPU threads for torch's intra-op pool. None: one per physical core this process may use,
     # within its container's CPU quota (engine/threads.py), unless OMP_NUM_THREADS is set.
@@ -95,14 +91,6 @@ class EngineConfig:
     # (models/decoder_step.py; CPU, quantization="int8", a pre-norm decoder, a float32, float16,
     # bfloat16 or int8 cache); "torch": the modules. "auto": "numba" where it runs, else "torch".
     decoder_runtime: str = "auto"
-    # What the cross-attention cache holds. "projected": each decoder layer's K and V of the encoder
-    # states. "states": the states themselves, once for every layer; a decode step reads them once
-    # for K and V together through the layer's projections (kernels/paged_states_attention.py):
-    # half the bytes of a float cross cache a step, the same function (K's bias drops out of the
-    # softmax), more compute (tensor-core products on a GPU). Blocks are still allocated in every
-    # layer's cache (the memory is not yet saved). Float or 8-bit caches ("fp8", "int8": a scale a
-    # position), torch-run encoders and decoders; not yet timed on a GPU (tune_states_decode.py).
-    cross_cache: str = "projected"
 
     def __post_init__(self) -> None:
         if self.dtype not in _DTYPES:
@@ -151,7 +139,6 @@ class EngineConfig:
             )
         if self.decoder_runtime == "numba" and on_gpu:
             raise ValueError("decoder_runtime='numba' runs on the CPU only")
-        self._check_cross_cache()
         if self.max_num_seqs is None:
             self.max_num_seqs = 256 if on_gpu else 64
         if self.async_scheduling is None:
@@ -180,10 +167,10 @@ class EngineConfig:
         if kv not in _KV_CACHE_DTYPES:
             raise ValueError(f"kv_cache_dtype must be one of {_KV_CACHE_DTYPES}, got {kv!r}")
         half_under_float32 = kv in ("float16", "bfloat16") and (self.dtype, on_gpu) == ("float32", False)
-        if kv not in ("auto", "fp8", "int8", "int4", self.dtype) and not half_under_float32:
+        if kv not in ("auto", "fp8", "int8", self.dtype) and not half_under_float32:
             raise ValueError(
                 f"kv_cache_dtype={kv!r} with dtype={self.dtype!r}: the cache is in the compute dtype, "
-                "or float16 or bfloat16 under float32 on the CPU, or 8-bit (fp8, int8) or 4-bit (int4)"
+                "or float16 or bfloat16 under float32 on the CPU, or 8-bit (fp8, int8)"
             )
 
     def _check_encoder_runtime(self, on_gpu: bool) -> None:
@@ -209,27 +196,6 @@ class EngineConfig:
         if quantization is not None and self.encoder_runtime != "torch":
             raise ValueError(f"encoder_quantization={quantization!r} needs encoder_runtime='torch'")
 
-    def _check_cross_cache(self) -> None:
-        if self.cross_cache not in _CROSS_CACHES:
-            raise ValueError(f"cross_cache must be one of {_CROSS_CACHES}, got {self.cross_cache!r}")
-        if self.cross_cache == "projected":
-            return
-        clash = [
-            f"{name}={value!r}"
-            for name, value, fits in (
-                ("kv_cache_dtype", self.kv_cache_dtype, self.kv_cache_dtype != "int4"),
-                ("quantization", self.quantization, self.quantization is None),
-                ("encoder_runtime", self.encoder_runtime, self.encoder_runtime == "torch"),
-                ("decoder_runtime", self.decoder_runtime, self.decoder_runtime != "numba"),
-            )
-            if not fits
-        ]
-        if clash:
-            raise ValueError(
-                f"cross_cache='states' reads a float or 8-bit cache through the torch-run decoder's "
-                f"float projections; it cannot run with {', '.join(clash)}"
-            )
-
     @property
     def torch_dtype(self):
         import torch
@@ -242,8 +208,6 @@ class EngineConfig:
 
         if self.kv_cache_dtype == "fp8":
             return torch.float8_e4m3fn
-        if self.kv_cache_dtype == "int4":
-            return torch.uint8  # two codes a byte (kernels/kv8.py's PACKED4)
         return self.torch_dtype if self.kv_cache_dtype == "auto" else getattr(torch, self.kv_cache_dtype)
 
 

@@ -5,10 +5,6 @@ none) and "cpu" (swap space). A self-attention table per decoder sequence (keyed
 grows one slot at a time; a cross-attention table per request (keyed by request id) is sized
 for the encoder length once. Sequences forked from one another (samples, beams) share blocks
 by reference count; writing into a shared block copies it first (copy-on-write).
-
-Cross tables come from the same pools, or (EngineConfig.cross_cache="states", `cross_blocks`) from
-pools of their own: a block of encoder states is one layer's K half, a fraction of a self block's
-memory, so it is counted apart.
 """
 
 from __future__ import annotations
@@ -87,24 +83,12 @@ class BlockTable:
 
 
 class BlockManager:
-    def __init__(
-        self,
-        block_size: int,
-        num_device_blocks: int,
-        num_cpu_blocks: int,
-        watermark: float = 0.01,
-        cross_blocks: tuple[int, int] | None = None,  # (device, cpu) pools of the cross tables' own
-    ):
+    def __init__(self, block_size: int, num_device_blocks: int, num_cpu_blocks: int, watermark: float = 0.01):
         self.block_size = block_size
         self.pools = {
             DEVICE: BlockAllocator(DEVICE, num_device_blocks),
             CPU: BlockAllocator(CPU, num_cpu_blocks),
         }
-        self.shared = cross_blocks is None
-        self.cross_pools = self.pools
-        if cross_blocks is not None:
-            states = ((DEVICE, cross_blocks[0]), (CPU, cross_blocks[1]))
-            self.cross_pools = {where: BlockAllocator(f"{where} states", n) for where, n in states}
         # Keep a few blocks back at admission so running sequences can still grow.
         self.watermark_blocks = int(watermark * num_device_blocks)
         self.self_tables: dict[int, BlockTable] = {}
@@ -128,31 +112,13 @@ class BlockManager:
 
     # -- admission -------------------------------------------------------------------------
     def num_blocks_needed(self, num_encoder_tokens: int, seq_lens: list[int]) -> int:
-        """Blocks a request takes from the device pool (its cross table too, unless it has its own)."""
-        own = sum(self.num_blocks_for(n) for n in seq_lens)
-        return own + (self.num_blocks_for(num_encoder_tokens) if self.shared else 0)
-
-    def shortfall(self, num_encoder_tokens: int, seq_lens: list[int]) -> str | None:
-        """What a request could never be given, in words; None if it fits an empty pool."""
-        needed, room = (
-            self.num_blocks_needed(num_encoder_tokens, seq_lens),
-            self.num_total() - self.watermark_blocks,
-        )
-        if needed > room:
-            return f"needs up to {needed} KV blocks but the pool has {room}"
-        cross, states = self.num_blocks_for(num_encoder_tokens), self.cross_pools[DEVICE]
-        if not self.shared and cross > states.num_blocks:
-            return f"needs {cross} blocks of encoder states but their pool has {states.num_blocks}"
-        return None
+        return self.num_blocks_for(num_encoder_tokens) + sum(self.num_blocks_for(n) for n in seq_lens)
 
     def can_allocate(self, num_encoder_tokens: int, seq_lens: list[int]) -> AllocStatus:
-        if self.shortfall(num_encoder_tokens, seq_lens):
-            return AllocStatus.NEVER
         needed = self.num_blocks_needed(num_encoder_tokens, seq_lens)
-        cross_free = (
-            self.shared or self.num_blocks_for(num_encoder_tokens) <= self.cross_pools[DEVICE].num_free
-        )
-        if self.num_free(DEVICE) - needed < self.watermark_blocks or not cross_free:
+        if needed > self.num_total(DEVICE) - self.watermark_blocks:
+            return AllocStatus.NEVER
+        if self.num_free(DEVICE) - needed < self.watermark_blocks:
             return AllocStatus.LATER
         return AllocStatus.OK
 
@@ -161,7 +127,7 @@ class BlockManager:
         assert request_id not in self.cross_tables, f"request {request_id} already has a cross table"
         pool = self.pools[DEVICE]
         self.cross_tables[request_id] = BlockTable(
-            DEVICE, self.cross_pools[DEVICE].allocate_run(self.num_blocks_for(num_encoder_tokens))
+            DEVICE, pool.allocate_run(self.num_blocks_for(num_encoder_tokens))
         )
         for seq_id, num_tokens in seqs.items():
             assert seq_id not in self.self_tables, f"sequence {seq_id} already has a table"
@@ -212,51 +178,40 @@ class BlockManager:
         table = self.cross_tables.pop(request_id, None)
         if table is not None:
             for block in table.blocks:
-                self.cross_pools[table.device].decref(block)
+                self.pools[table.device].decref(block)
 
     # -- swapping --------------------------------------------------------------------------
     def _tables(self, request_id: str, seq_ids: list[int]) -> list[BlockTable]:
         return [self.cross_tables[request_id]] + [self.self_tables[s] for s in seq_ids]
 
-    def _blocks_to_move(self, request_id: str, seq_ids: list[int]) -> tuple[int, int]:
-        """(cross blocks, distinct self blocks) of a request's tables."""
-        own = len({b for s in seq_ids for b in self.self_tables[s].blocks})
-        return len(self.cross_tables[request_id].blocks), own
-
-    def _fits(self, request_id: str, seq_ids: list[int], where: str, spare: int) -> bool:
-        """Whether the request's tables fit in `where`'s free blocks, `spare` of its pool's kept."""
-        cross, own = self._blocks_to_move(request_id, seq_ids)
-        if self.shared:
-            return cross + own <= self.num_free(where) - spare
-        return own <= self.num_free(where) - spare and cross <= self.cross_pools[where].num_free
+    def _num_unique_blocks(self, request_id: str, seq_ids: list[int]) -> int:
+        return len({b for t in self._tables(request_id, seq_ids) for b in t.blocks})
 
     def can_swap_out(self, request_id: str, seq_ids: list[int]) -> bool:
-        return self._fits(request_id, seq_ids, CPU, 0)
+        return self._num_unique_blocks(request_id, seq_ids) <= self.num_free(CPU)
 
     def can_swap_in(self, request_id: str, seq_ids: list[int], use_watermark: bool = True) -> bool:
         # Room for the blocks, one new slot per sequence, and (unless it runs alone) the watermark.
-        spare = len(seq_ids) + (self.watermark_blocks if use_watermark else 0)
-        return self._fits(request_id, seq_ids, DEVICE, spare)
+        needed = self._num_unique_blocks(request_id, seq_ids) + len(seq_ids)
+        return needed <= self.num_free(DEVICE) - (self.watermark_blocks if use_watermark else 0)
 
-    def swap_out(self, request_id: str, seq_ids: list[int]) -> tuple[list, list]:
-        """Move the request's tables to the CPU pool. Returns (device block, cpu block) copies: of
-        the device pool, and of the cross tables' own (empty where they share it)."""
+    def swap_out(self, request_id: str, seq_ids: list[int]) -> list[tuple[int, int]]:
+        """Move the request's tables to the CPU pool. Returns (device block, cpu block) copies."""
         return self._move(request_id, seq_ids, DEVICE, CPU)
 
-    def swap_in(self, request_id: str, seq_ids: list[int]) -> tuple[list, list]:
-        """Move them back. Returns (cpu block, device block) copies, as swap_out."""
+    def swap_in(self, request_id: str, seq_ids: list[int]) -> list[tuple[int, int]]:
+        """Move them back. Returns (cpu block, device block) copies."""
         return self._move(request_id, seq_ids, CPU, DEVICE)
 
-    def _move(self, request_id: str, seq_ids: list[int], src: str, dst: str) -> tuple[list, list]:
+    def _move(self, request_id: str, seq_ids: list[int], src: str, dst: str) -> list[tuple[int, int]]:
         src_pool, dst_pool = self.pools[src], self.pools[dst]
         cross, *self_tables = self._tables(request_id, seq_ids)
         assert cross.device == src, f"cross table of {request_id} is on {cross.device}, not {src}"
-        run = self.cross_pools[dst].allocate_run(len(cross.blocks))  # the request's own: keep them a run
-        cross_moves = list(zip(cross.blocks, run))
+        run = dst_pool.allocate_run(len(cross.blocks))  # the request's own blocks: keep them a run
+        mapping = dict(zip(cross.blocks, run))
         for block in cross.blocks:
-            self.cross_pools[src].decref(block)
+            src_pool.decref(block)
         cross.blocks, cross.device = run, dst
-        mapping = {}
         for table in self_tables:  # shared blocks move once and stay shared
             assert table.device == src, f"table of {request_id} is on {table.device}, not {src}"
             moved = []
@@ -268,9 +223,7 @@ class BlockManager:
                 src_pool.decref(block)
                 moved.append(mapping[block])
             table.blocks, table.device = moved, dst
-        if self.shared:
-            return cross_moves + list(mapping.items()), []
-        return list(mapping.items()), cross_moves
+        return list(mapping.items())
 
     def reset(self) -> None:
         for seq_id in list(self.self_tables):

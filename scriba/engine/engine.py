@@ -79,7 +79,6 @@ class Engine:
             config.torch_kv_cache_dtype,
             config.decoder_runtime,
             config.encoder_stream,
-            config.cross_cache,
         )
         self._build_kv_cache()
         self.scheduler = Scheduler(config, self.block_manager)
@@ -95,11 +94,8 @@ class Engine:
         config, m, runner = self.config, self.model, self.runner
         on_gpu = runner.device.type == "cuda"
         pools = kv_pool_sizes(config, runner)
-        runner.allocate_kv_caches(pools.device_blocks, pools.cpu_blocks, pools.states_blocks)
-        cross = None if config.cross_cache == "projected" else pools.states_blocks
-        self.block_manager = BlockManager(
-            config.block_size, pools.device_blocks, pools.cpu_blocks, cross_blocks=cross
-        )
+        runner.allocate_kv_caches(pools.device_blocks, pools.cpu_blocks)
+        self.block_manager = BlockManager(config.block_size, pools.device_blocks, pools.cpu_blocks)
         if on_gpu and config.cuda_graphs and runner.backend.is_graph_safe:
             runner.capture_decode_graphs(
                 min(config.max_num_seqs, 256),
@@ -162,10 +158,15 @@ class Engine:
             raise ValueError(
                 f"{what} is more than max_num_seqs={self.config.max_num_seqs} sequences per step"
             )
+        bm = self.block_manager
         longest = min(len(decoder_ids) + params.max_tokens, self.model.max_decoder_len)
-        shortfall = self.block_manager.shortfall(encoder_len, [longest] * params.num_seqs)
-        if shortfall:
-            raise ValueError(f"request {shortfall}: raise num_kv_blocks or lower max_tokens / n")
+        need = bm.num_blocks_needed(encoder_len, [longest] * params.num_seqs)
+        room = bm.num_total() - bm.watermark_blocks
+        if need > room:
+            raise ValueError(
+                f"request needs up to {need} KV blocks but the pool has {room}: "
+                "raise num_kv_blocks or lower max_tokens / n"
+            )
 
     def abort(self, request_id: str | Seq[str]) -> None:
         for rid in [request_id] if isinstance(request_id, str) else request_id:

@@ -1,8 +1,6 @@
 """The KV cache's tensors, allocated for the model runner: one cache per decoder layer ([2, blocks,
 block_size, heads, head_dim]: K and V), an 8-bit cache's scales beside each ([2, blocks,
-block_size, heads]), and under EngineConfig.cross_cache="states" the encoder states' own pool (one
-K half, [1, blocks, block_size, heads, head_dim], and its scales): the cross tables' blocks
-(BlockManager.cross_pools), a 1 / (2 x layers) of a layer block's memory.
+block_size, heads]).
 
 Zeros (new_kv_cache), not empty: a never-written slot may be read under a zero attention weight.
 A host pool beside a GPU is pinned, so swaps move without blocking.
@@ -14,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from scriba.kernels.kv8 import is_quantized, new_kv_scales, storage_dtype
+from scriba.kernels.kv8 import is_quantized, new_kv_scales
 from scriba.kernels.kv_cache import new_kv_cache
 
 
@@ -26,7 +24,7 @@ class CacheShape:
     heads: int
     head_dim: int
     num_layers: int
-    dtype: torch.dtype  # the cache's (kv8.py's 8-bit or 4-bit dtypes included)
+    dtype: torch.dtype  # the cache's (kv8.py's 8-bit dtypes included)
     compute_device: torch.device  # where the model runs
     head_major: bool  # the backend's layout on the compute device (kv_cache.new_kv_cache)
 
@@ -42,37 +40,24 @@ class CacheShape:
         pin = device.type == "cpu" and self.compute_device.type == "cuda" and num_blocks > 0
         return dict(device=device, pin=pin, head_major=self.head_major and device == self.compute_device)
 
-    def _kind(self, states: bool) -> tuple[int, int]:
-        """(halves, tensors) of a pool: each layer's K and V, or the states' one K half."""
-        return (1, 1) if states else (2, self.num_layers)
-
-    def layer_caches(self, num_blocks: int, device, states: bool = False) -> list[torch.Tensor]:
-        """One cache a layer [2, blocks, block_size, heads, head_dim] (states: one [1, ...] K half)."""
-        (halves, count), where = self._kind(states), self._placement(num_blocks, device)
+    def layer_caches(self, num_blocks: int, device) -> list[torch.Tensor]:
+        """One cache a layer [2, blocks, block_size, heads, head_dim]."""
+        where = self._placement(num_blocks, device)
         block = (num_blocks, self.block_size, self.heads, self.head_dim)
-        tensor = dict(dtype=storage_dtype(self.dtype), device=where["device"], pin_memory=where["pin"])
-        return [
-            new_kv_cache(*block, head_major=where["head_major"], halves=halves, **tensor)
-            for _ in range(count)
-        ]
+        tensor = dict(dtype=self.dtype, device=where["device"], pin_memory=where["pin"])
+        return [new_kv_cache(*block, head_major=where["head_major"], **tensor) for _ in range(self.num_layers)]
 
-    def layer_scales(self, num_blocks: int, device, states: bool = False) -> list[torch.Tensor]:
+    def layer_scales(self, num_blocks: int, device) -> list[torch.Tensor]:
         """An 8-bit cache's scales, beside each of layer_caches' (none for a float cache)."""
         if not is_quantized(self.dtype):
             return []
-        (halves, count), where = self._kind(states), self._placement(num_blocks, device)
-        shape = (num_blocks, self.block_size, self.heads, where["device"], where["pin"], halves)
-        return [new_kv_scales(*shape) for _ in range(count)]
+        where = self._placement(num_blocks, device)
+        shape = (num_blocks, self.block_size, self.heads, where["device"], where["pin"])
+        return [new_kv_scales(*shape) for _ in range(self.num_layers)]
 
-    def states_pool(self, num_blocks: int, device) -> list[torch.Tensor]:
-        """The encoder states' pool: [cache [1, blocks, block_size, heads, head_dim]] and, for an
-        8-bit cache, its scales [1, blocks, block_size, heads]."""
-        return self.layer_caches(num_blocks, device, True) + self.layer_scales(num_blocks, device, True)
-
-    def bytes_per_block(self, states: bool = False) -> int:
-        """A block's bytes over every layer's cache and scales (states: a block of the states' pool)."""
-        halves, count = self._kind(states)
-        itemsize = torch.empty((), dtype=storage_dtype(self.dtype)).itemsize
-        vectors = halves * self.block_size * self.heads
+    def bytes_per_block(self) -> int:
+        """A block's bytes over every layer's cache and scales."""
+        itemsize = torch.empty((), dtype=self.dtype).itemsize
+        vectors = 2 * self.block_size * self.heads
         scales = vectors * 4 if is_quantized(self.dtype) else 0  # a float32 per vector
-        return count * (vectors * self.head_dim * itemsize + scales)
+        return self.num_layers * (vectors * self.head_dim * itemsize + scales)

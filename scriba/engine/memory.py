@@ -8,7 +8,6 @@ running such a step once), as vLLM does.
 from __future__ import annotations
 
 import logging
-import math
 import os
 from dataclasses import dataclass
 
@@ -25,31 +24,23 @@ logger = logging.getLogger("scriba")
 class PoolSizes:
     device_blocks: int
     cpu_blocks: int
-    states_blocks: tuple[int, int]  # (device, cpu): the encoder states' pools (cross_cache="states")
-    bytes_per_block: int  # a device block's, with its share of the states' pool
+    bytes_per_block: int  # a device block's, over every layer
     per_request: int  # device blocks a full-length request takes
 
     def describe(self, encoder_len: int, decoder_len: int) -> str:
         gib = self.device_blocks * self.bytes_per_block / 2**30
-        text = (
+        return (
             f"{self.device_blocks} blocks ({gib:.2f} GiB): {self.device_blocks // self.per_request} requests "
             f"of full length ({encoder_len} encoder + {decoder_len} decoder positions) fit"
-        )
-        return text + (
-            f"; the encoder states in {self.states_blocks[0]} blocks" if self.states_blocks[0] else ""
         )
 
 
 def kv_pool_sizes(config, runner) -> PoolSizes:
     """The pools' blocks: as configured, else from memory (on a GPU what a profiled largest step
-    leaves, on the CPU a fraction of what is free). Under cross_cache="states" each block comes
-    with its share of the states' pools: as many states blocks as a full-length request's cross
-    table has for each of its self blocks."""
-    model, size, shape = runner.model, config.block_size, runner.cache_shape
-    cross_full, self_full = blocks_for(model.max_encoder_len, size), blocks_for(model.max_decoder_len, size)
-    share = cross_full / self_full if config.cross_cache == "states" else 0.0
-    unit = shape.bytes_per_block() + math.ceil(share * shape.bytes_per_block(states=True))
-    per_request = self_full + (0 if share else cross_full)
+    leaves, on the CPU a fraction of what is free)."""
+    model, size = runner.model, config.block_size
+    unit = runner.cache_shape.bytes_per_block()
+    per_request = blocks_for(model.max_encoder_len, size) + blocks_for(model.max_decoder_len, size)
     blocks = config.num_kv_blocks
     if runner.device.type != "cuda":
         reuse_freed_memory()
@@ -61,7 +52,7 @@ def kv_pool_sizes(config, runner) -> PoolSizes:
     cpu = config.num_cpu_blocks
     if cpu is None:
         cpu = min(blocks, int(config.swap_space_gb * 2**30) // unit)
-    return PoolSizes(blocks, cpu, (math.ceil(blocks * share), math.ceil(cpu * share)), unit, per_request)
+    return PoolSizes(blocks, cpu, unit, per_request)
 
 
 def available_memory() -> int:
@@ -141,17 +132,11 @@ def run_largest_step(runner, max_num_seqs: int, max_num_batched_tokens: int) -> 
         cross_max_seqlen_k=enc_len,
     )
     ops = [op for layer in model.decoder_attention_layers() for op in layer]
-    saved = [(op.kv_cache, op.kv_scales, op.states_cache, op.states_scales, op.writes_states) for op in ops]
-    one_block = (
-        runner.new_kv_caches(1, device),
-        runner.new_kv_scales(1, device),
-        runner.new_states_pool(1, device),
-    )
-    runner.bind_kv_caches(*one_block)
+    saved = [(op.kv_cache, op.kv_scales) for op in ops]
+    runner.bind_kv_caches(runner.new_kv_caches(1, device), runner.new_kv_scales(1, device))
     try:
         hidden = model(zeros(num), zeros(num), meta, encoder_inputs, encoder_positions)
         model.compute_logits(hidden[:1].expand(max_num_seqs, -1)).float()
     finally:
-        for op, (cache, scales, *states) in zip(ops, saved):
+        for op, (cache, scales) in zip(ops, saved):
             op.kv_cache, op.kv_scales = cache, scales
-            op.states_cache, op.states_scales, op.writes_states = states

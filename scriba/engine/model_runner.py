@@ -38,11 +38,9 @@ from scriba.engine.step_packing import (
 )
 from scriba.engine.table_rows import TableRows
 from scriba.engine.token_history import TokenHistory
-from scriba.kernels import AttentionMetadata, AttentionType, get_backend
+from scriba.kernels import AttentionMetadata, get_backend
 from scriba.kernels.context_reads import group_context_reads
-from scriba.kernels.kv8 import view_for
 from scriba.kernels.kv_cache import copy_blocks, swap_blocks
-from scriba.kernels.paged_states_triton import slices_of
 from scriba.kernels.to_device import stack_to_device, to_device
 from scriba.models.decoder_step import MAX_ROWS, NumbaDecoderStep, unsupported
 
@@ -110,16 +108,17 @@ class ModelRunner:
         kv_cache_dtype: torch.dtype | None = None,  # None: dtype
         decoder_runtime: str = "torch",  # EngineConfig.decoder_runtime
         encoder_stream: bool = False,  # EngineConfig.encoder_stream
-        cross_cache: str = "projected",  # EngineConfig.cross_cache
     ):
-        self.model, self.device, self.block_size, self.dtype = model, torch.device(device), block_size, dtype
-        self.kv_cache_dtype, self.cross_cache = kv_cache_dtype or dtype, cross_cache
+        self.model = model
+        self.device = torch.device(device)
+        self.block_size = block_size
+        self.dtype = dtype
+        self.kv_cache_dtype = kv_cache_dtype or dtype
         self.backend = get_backend(backend, self.device, dtype, self.kv_cache_dtype)
         self.kv_caches: list[torch.Tensor] = []
         self.cpu_caches: list[torch.Tensor] = []
         self.kv_scales: list[torch.Tensor] = []  # an 8-bit cache's, beside each layer's (kv8.py)
         self.cpu_scales: list[torch.Tensor] = []
-        self.states, self.cpu_states = [], []  # cross_cache="states": the states' pools (new_states_pool)
         head_major = self.backend.head_major_cache
         self.cache_shape = CacheShape.of(model, block_size, self.kv_cache_dtype, self.device, head_major)
         self.graphs: DecodeGraphs | None = None
@@ -135,7 +134,7 @@ class ModelRunner:
         """The numba decode step where `runtime` asks for it ("numba") or allows it ("auto")."""
         if runtime == "torch":
             return None
-        why = unsupported(self.model, self.kv_cache_dtype, self.cross_cache)
+        why = unsupported(self.model, self.kv_cache_dtype)
         if self.device.type != "cpu" or self.backend.name != "numba":
             why = "it runs on the CPU with the numba attention backend"
         if why is None:
@@ -151,34 +150,18 @@ class ModelRunner:
         """A quantized cache's scales, [2, blocks, block_size, heads] per layer (kernels/kv8.py)."""
         return self.cache_shape.layer_scales(num_blocks, device)
 
-    def new_states_pool(self, num_blocks: int, device: torch.device | str) -> list[torch.Tensor]:
-        """cross_cache="states": the states' cache and scales (kv_pools.py), else []; d_model checked now."""
-        if self.cross_cache == "states" and self.backend.name in ("triton", "cuda"):
-            slices_of(self.cache_shape.heads * self.cache_shape.head_dim)
-        return self.cache_shape.states_pool(num_blocks, device) if self.cross_cache == "states" else []
-
-    def bind_kv_caches(self, caches: list[torch.Tensor], scales=(), states: list[torch.Tensor] = ()) -> None:
-        """Each layer's cache (and scales) to its attention ops; `states` (new_states_pool's) to every
-        cross-attention under cross_cache="states"."""
+    def bind_kv_caches(self, caches: list[torch.Tensor], scales: list[torch.Tensor] = ()) -> None:
         scales = list(scales) or [None] * len(caches)
         for cache, layer_scales, ops in zip(caches, scales, self.model.decoder_attention_layers()):
-            for op in ops:  # self- and cross-attention of a layer share its cache (int4: two views)
-                cross = op.attn_type is AttentionType.CROSS
-                op.kv_cache, op.kv_scales = view_for(cache, self.kv_cache_dtype, cross), layer_scales
-        if states:
-            self.model.bind_encoder_states(*states)
+            for op in ops:  # self- and cross-attention of a layer share its cache
+                op.kv_cache, op.kv_scales = cache, layer_scales
 
-    def allocate_kv_caches(self, num_device_blocks: int, num_cpu_blocks: int, states_blocks=(0, 0)) -> None:
-        """Each layer's pools on the device and the host; `states_blocks` (device, host): the
-        encoder states' pools under cross_cache="states"."""
+    def allocate_kv_caches(self, num_device_blocks: int, num_cpu_blocks: int) -> None:
         self.kv_caches = self.new_kv_caches(num_device_blocks, self.device)
         self.cpu_caches = self.new_kv_caches(num_cpu_blocks, "cpu")
         self.kv_scales = self.new_kv_scales(num_device_blocks, self.device)
         self.cpu_scales = self.new_kv_scales(num_cpu_blocks, "cpu")
-        self.states, self.cpu_states = (
-            self.new_states_pool(n, d) for n, d in zip(states_blocks, (self.device, "cpu"))
-        )
-        self.bind_kv_caches(self.kv_caches, self.kv_scales, self.states)
+        self.bind_kv_caches(self.kv_caches, self.kv_scales)
 
     def load_kernels(self) -> None:
         """The backend's compiled kernels for this cache, loaded ahead of the first step."""
@@ -243,8 +226,6 @@ class ModelRunner:
         device, host = self.kv_caches + self.kv_scales, self.cpu_caches + self.cpu_scales  # scales move too
         swap_blocks(device, host, sched.blocks_to_swap_out)
         swap_blocks(host, device, sched.blocks_to_swap_in)
-        swap_blocks(self.states, self.cpu_states, sched.states_to_swap_out)
-        swap_blocks(self.cpu_states, self.states, sched.states_to_swap_in)
         copy_blocks(device, sched.blocks_to_copy)
         if sched.wait_for_encoder:
             self.encoder_stream.fence()
@@ -381,10 +362,9 @@ class ModelRunner:
             **{name: t[name] for name in STAGED_METADATA},
         )
         if len(dec.input_ids) and self.backend.plans_context_reads:  # runs read in place: plan once a step
-            bs, projected = self.block_size, self.cross_cache == "projected"  # (states: no cross reads)
+            bs = self.block_size
             meta.decode_reads = group_context_reads(dec.table_lists, dec.decode_seq_lens.tolist(), bs)
-            cross = (dec.cross_table_lists, dec.cross_seq_lens.tolist(), bs)
-            meta.cross_reads = group_context_reads(*cross) if projected else None
+            meta.cross_reads = group_context_reads(dec.cross_table_lists, dec.cross_seq_lens.tolist(), bs)
         return meta
 
 

@@ -25,9 +25,6 @@ class SchedulerOutputs:
     blocks_to_swap_in: list[tuple[int, int]] = field(default_factory=list)  # (cpu, device)
     blocks_to_swap_out: list[tuple[int, int]] = field(default_factory=list)  # (device, cpu)
     blocks_to_copy: list[tuple[int, int]] = field(default_factory=list)  # (src, dst), device
-    # cross_cache="states": the cross tables' own pools' moves (BlockManager.cross_pools)
-    states_to_swap_in: list[tuple[int, int]] = field(default_factory=list)  # (cpu, device)
-    states_to_swap_out: list[tuple[int, int]] = field(default_factory=list)  # (device, cpu)
     aborted: list[SequenceGroup] = field(default_factory=list)  # could never fit
     # running groups left out of this step: their pending token is their last (asynchronous), or
     # their encoder, launched apart, has not finished
@@ -166,9 +163,7 @@ class Scheduler:
             if not alone and not step.fits(len(seqs), len(seqs)):
                 break
             self.swapped.popleft()
-            moved, states = self.block_manager.swap_in(group.request_id, seq_ids)
-            out.blocks_to_swap_in += moved
-            out.states_to_swap_in += states
+            out.blocks_to_swap_in += self.block_manager.swap_in(group.request_id, seq_ids)
             for seq in seqs:
                 seq.status = SequenceStatus.RUNNING
             self._grow(group, seqs, out, step)
@@ -222,9 +217,7 @@ class Scheduler:
         # A group whose prompt has not run is recomputed: swapped back in, it would decode.
         swap = self.config.preemption_mode == "swap" and group.encoder_run is None
         if swap and bm.can_swap_out(group.request_id, seq_ids):
-            moved, states = bm.swap_out(group.request_id, seq_ids)
-            out.blocks_to_swap_out += moved
-            out.states_to_swap_out += states
+            out.blocks_to_swap_out += bm.swap_out(group.request_id, seq_ids)
             for seq in seqs:
                 seq.status = SequenceStatus.SWAPPED
             self.swapped.append(group)

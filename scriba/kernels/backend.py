@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import torch
 
-from scriba.kernels.kv8 import PACKED4, is_quantized, write_kv_cache_8bit_ref
+from scriba.kernels.kv8 import is_quantized, write_kv_cache_8bit_ref
 from scriba.kernels.kv_cache import write_kv_cache_ref, write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
-from scriba.kernels.paged_states_attention import attend_states_ref, states_decode_attention
-from scriba.kernels.paged_states_triton import attend_states_triton
 from scriba.kernels.triton_support import HAS_TRITON, require_triton
 from scriba.kernels.varlen_attention import (
     equal_length_attention,
@@ -52,14 +50,6 @@ class TorchBackend:
     @staticmethod
     def load_kernels(kv_cache, kv_scales=None) -> None:
         """Load the compiled kernels that read this cache ahead of the first step (none here)."""
-
-    @staticmethod
-    def states_decode_attention(
-        q, states_cache, kv_weight, kv_bias, block_tables, seq_lens, scale, scales=None
-    ):
-        """Cross-attention read through the cached encoder states (cross_cache="states")."""
-        through = (block_tables, seq_lens, scale, attend_states_ref, scales)
-        return states_decode_attention(q, states_cache, kv_weight, kv_bias, *through)
 
     @staticmethod
     def write_kv_cache(k, v, kv_cache, slot_mapping, scales=None):
@@ -113,13 +103,6 @@ class TritonBackend(TorchBackend):
         """The kernel reads any table layout itself: the torch path's `reads` are not needed."""
         return paged_decode_attention_triton(q, kv_cache, block_tables, seq_lens, scale, kv_scales=kv_scales)
 
-    @staticmethod
-    def states_decode_attention(
-        q, states_cache, kv_weight, kv_bias, block_tables, seq_lens, scale, scales=None
-    ):
-        through = (block_tables, seq_lens, scale, attend_states_triton, scales)
-        return states_decode_attention(q, states_cache, kv_weight, kv_bias, *through)
-
 
 class CudaBackend(TritonBackend):
     name = "cuda"
@@ -151,7 +134,7 @@ def get_backend(
     """ "auto": "cuda" on a GPU with Triton installed, "numba" on the CPU in float32, else
     "torch". A KV cache in another dtype than the compute `dtype` is float16 or bfloat16 under
     float32 on the CPU only, read by "numba", or 8-bit (kv8.py: fp8 or int8), which every backend
-    reads, or 4-bit (kv8.PACKED4), which every backend but "numba" reads."""
+    reads."""
     device = torch.device(device)
     kv_cache_dtype = kv_cache_dtype or dtype
     if kv_cache_dtype != dtype and not is_quantized(kv_cache_dtype):
@@ -166,10 +149,6 @@ def get_backend(
         return NumbaBackend()
     if name == "auto":
         name = auto_backend(device, dtype)
-        if name == "numba" and kv_cache_dtype == PACKED4:  # its kernel reads 8-bit codes at most
-            name = "torch"
-    if name == "numba" and kv_cache_dtype == PACKED4:
-        raise ValueError("the 'numba' attention backend reads no 4-bit cache; use 'torch' or 'auto'")
     if name not in BACKENDS:
         raise ValueError(f"unknown attention backend {name!r}; available: {sorted(BACKENDS)}")
     if name == "cuda" and device.type != "cuda":

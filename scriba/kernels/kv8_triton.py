@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from scriba.kernels.kv8 import FP8, LARGEST, PACKED4, TINY
+from scriba.kernels.kv8 import FP8, LARGEST, TINY
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, tl, triton
 
 if HAS_TRITON:
@@ -93,66 +93,6 @@ if HAS_TRITON:
         tl.store(at, k_scale, mask=written)
         tl.store(at + stride_scales_kv, v_scale, mask=written)
 
-    @triton.jit
-    def _codes4(x, scale):
-        """x [HEADS, HALF] float32 / scale [HEADS, 1] -> 4-bit codes + 8 (int32, 1..15), rounded to
-        nearest even as torch.round."""
-        scaled = tl.minimum(tl.maximum(tl.math.div_rn(x, scale), -7.0), 7.0)
-        return ((scaled + ROUNDER) - ROUNDER).to(tl.int32) + 8
-
-    @triton.jit
-    def _write_kv_4bit_kernel(
-        k_ptr,
-        v_ptr,
-        cache_ptr,  # uint8, two codes a byte
-        scales_ptr,
-        slot_ptr,
-        stride_k_tok,
-        stride_k_head,
-        stride_v_tok,
-        stride_v_head,
-        stride_cache_kv,
-        stride_cache_block,
-        stride_cache_tok,
-        stride_cache_head,
-        stride_scales_kv,
-        heads,
-        half,
-        tiny,
-        BLOCK_SIZE: tl.constexpr,
-        HEADS: tl.constexpr,
-        BLOCK_HALF: tl.constexpr,
-    ):
-        """One program per token: its K and V vectors (every head) as 4-bit codes, a vector's first
-        half in the low nibbles and its second in the high ones (kv8.pack4); slot -1 writes nothing."""
-        token = tl.program_id(0)
-        slot = tl.load(slot_ptr + token).to(tl.int64)
-        head = tl.arange(0, HEADS)[:, None]
-        d = tl.arange(0, BLOCK_HALF)[None, :]
-        mask = (head < heads) & (d < half) & ((tl.zeros([HEADS, BLOCK_HALF], tl.int64) + slot) >= 0)
-        written = (tl.arange(0, HEADS) < heads) & ((tl.zeros([HEADS], tl.int64) + slot) >= 0)
-        # by block and offset: kv8.packed_view's blocks lie further apart than their tokens' stride
-        block, offset = slot // BLOCK_SIZE, slot % BLOCK_SIZE
-        dst = (
-            cache_ptr + block * stride_cache_block + offset * stride_cache_tok + head * stride_cache_head + d
-        )
-        at = scales_ptr + slot * heads + tl.arange(0, HEADS)
-        k_row = k_ptr + token * stride_k_tok + head * stride_k_head + d
-        v_row = v_ptr + token * stride_v_tok + head * stride_v_head + d
-        _write_4bit_vectors(k_row, dst, at, mask, written, half, tiny)
-        _write_4bit_vectors(v_row, dst + stride_cache_kv, at + stride_scales_kv, mask, written, half, tiny)
-
-    @triton.jit
-    def _write_4bit_vectors(row, dst, at, mask, written, half, tiny):
-        """One token's vectors of K or V, rows [HEADS, half] of each half, packed at dst, scales at at."""
-        low = tl.load(row, mask=mask, other=0.0).to(tl.float32)
-        high = tl.load(row + half, mask=mask, other=0.0).to(tl.float32)
-        largest = tl.maximum(tl.max(tl.abs(low), axis=1), tl.max(tl.abs(high), axis=1))
-        scale = tl.maximum(tl.math.div_rn(largest, 7.0), tiny)
-        packed = _codes4(low, scale[:, None]) | (_codes4(high, scale[:, None]) << 4)
-        tl.store(dst, packed.to(tl.uint8), mask=mask)
-        tl.store(at, scale, mask=written)
-
 
 def write_kv_cache_8bit_triton(
     k: torch.Tensor,  # [tokens, heads, head_dim], last dim contiguous
@@ -164,8 +104,6 @@ def write_kv_cache_8bit_triton(
     """What `kv8.write_kv_cache_8bit_ref` writes (codes and scales), in one kernel; the caller
     (`write_kv_cache_triton`) has checked the arguments."""
     heads, dim = kv_cache.shape[3:]
-    if kv_cache.dtype == PACKED4:
-        return _write_4bit(k, v, kv_cache, slot_mapping, scales)
     _write_kv_8bit_kernel[(k.shape[0],)](
         k,
         v,
@@ -185,31 +123,4 @@ def write_kv_cache_8bit_triton(
         HEADS=next_power_of_2(heads),
         BLOCK_D=next_power_of_2(dim),
         FP8_CODES=kv_cache.dtype == FP8,
-    )
-
-
-def _write_4bit(k, v, kv_cache, slot_mapping, scales) -> None:
-    """write_kv_cache_8bit_triton's 4-bit form (kv8.PACKED4)."""
-    heads, half = kv_cache.shape[3:]
-    _write_kv_4bit_kernel[(k.shape[0],)](
-        k,
-        v,
-        kv_cache,
-        scales,
-        slot_mapping,
-        k.stride(0),
-        k.stride(1),
-        v.stride(0),
-        v.stride(1),
-        kv_cache.stride(0),
-        kv_cache.stride(1),
-        kv_cache.stride(2),
-        kv_cache.stride(3),
-        scales.stride(0),
-        heads,
-        half,
-        TINY,
-        BLOCK_SIZE=kv_cache.shape[2],
-        HEADS=next_power_of_2(heads),
-        BLOCK_HALF=next_power_of_2(half),
     )

@@ -19,7 +19,6 @@ import math
 import torch
 
 from scriba.kernels.host_pages import zeroed_host_memory
-from scriba.kernels.kv8 import PACKED4, head_dim_of, stored_dim
 from scriba.kernels.kv8_triton import write_kv_cache_8bit_triton
 from scriba.kernels.to_device import to_device
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
@@ -31,15 +30,12 @@ def new_kv_cache(
     heads: int,
     head_dim: int,
     head_major: bool = False,
-    halves: int = 2,
     **tensor_args,
-) -> torch.Tensor:  # [2, num_blocks, block_size, heads, head_dim] zeros (head_dim / 2 bytes packed)
-    """halves=1: the K half alone, [1, ...] (the encoder states' pool, engine/kv_pools.py)."""
-    head_dim = stored_dim(head_dim, tensor_args.get("dtype", torch.float32))
+) -> torch.Tensor:  # [2, num_blocks, block_size, heads, head_dim] zeros
     if head_major:  # one region per K or V and head
-        shape = (halves, heads, num_blocks, block_size, head_dim)
-        return _zeros(shape, regions=halves * heads, **tensor_args).permute(0, 2, 3, 1, 4)
-    return _zeros((halves, num_blocks, block_size, heads, head_dim), **tensor_args)
+        shape = (2, heads, num_blocks, block_size, head_dim)
+        return _zeros(shape, regions=2 * heads, **tensor_args).permute(0, 2, 3, 1, 4)
+    return _zeros((2, num_blocks, block_size, heads, head_dim), **tensor_args)
 
 
 def _zeros(
@@ -62,7 +58,7 @@ def check_write_args(
         raise ValueError(
             f"kv_cache must be [2, blocks, block_size, heads, head_dim], got {tuple(kv_cache.shape)}"
         )
-    if k.shape != v.shape or k.shape[1:] != (kv_cache.shape[3], head_dim_of(kv_cache)):
+    if k.shape != v.shape or k.shape[1:] != (kv_cache.shape[3], kv_cache.shape[4]):
         raise ValueError(f"k/v {tuple(k.shape)} do not fit cache {tuple(kv_cache.shape)}")
     if slot_mapping.shape != (k.shape[0],):
         raise ValueError(f"slot_mapping must be [{k.shape[0]}], got {tuple(slot_mapping.shape)}")
@@ -130,8 +126,8 @@ def write_kv_cache_triton(
     require_triton(kv_cache.device)
     if k.stride(-1) != 1 or v.stride(-1) != 1:
         raise ValueError("k and v must be contiguous in head_dim")
-    if not (kv_cache.is_contiguous() or kv_cache.dtype == PACKED4 and kv_cache.stride(-1) == 1):
-        raise ValueError("kv_cache must be contiguous (a 4-bit one in its last dim)")
+    if not kv_cache.is_contiguous():
+        raise ValueError("kv_cache must be contiguous")
     if (k.dtype != kv_cache.dtype or v.dtype != kv_cache.dtype) and scales is None:
         raise ValueError(f"k/v dtype {k.dtype} differs from the cache's {kv_cache.dtype}")
     if scales is not None and not scales.is_contiguous():

@@ -12,11 +12,10 @@ import torch
 import torch.nn.functional as F
 
 from scriba.kernels.context_reads import ContextReads, RunBatch, group_context_reads
-from scriba.kernels.kv8 import PACKED4, dequantized, head_dim_of, is_quantized
+from scriba.kernels.kv8 import dequantized, is_quantized
 from scriba.kernels.paged_decode_plan import partial_buffers, partitions, resolve_launch
 from scriba.kernels.triton_support import (
     HAS_TRITON,
-    IS_INTERPRETED,
     next_power_of_2,
     require_triton,
     tl,
@@ -36,7 +35,7 @@ def check_paged_args(
     if (
         kv_cache.dim() != 5
         or kv_cache.shape[0] != 2
-        or (kv_cache.shape[3], head_dim_of(kv_cache)) != q.shape[1:]
+        or kv_cache.shape[3:] != q.shape[1:]
     ):
         raise ValueError(f"kv_cache {tuple(kv_cache.shape)} does not fit q {tuple(q.shape)}")
     if block_tables.dim() != 2 or block_tables.shape[0] != q.shape[0] or seq_lens.shape != (q.shape[0],):
@@ -289,8 +288,7 @@ def _check_triton_args(q, kv_cache, block_tables, seq_lens, kv_scales) -> None:
     """What the Triton kernel assumes of its arguments, beyond `check_paged_args`."""
     check_paged_args(q, kv_cache, block_tables, seq_lens)
     require_triton(q.device)
-    packed_view = kv_cache.dtype == PACKED4 and kv_cache.stride(-1) == 1  # (kv8.packed_view: strided)
-    if q.stride(-1) != 1 or not (kv_cache.is_contiguous() or packed_view):
+    if q.stride(-1) != 1 or not kv_cache.is_contiguous():
         raise ValueError("q must be contiguous in head_dim and kv_cache contiguous")
     if block_tables.stride(-1) != 1 or block_tables.dtype not in (torch.int32, torch.int64):
         raise ValueError("block_tables must be an int32/int64 tensor contiguous in its last dim")
@@ -308,13 +306,13 @@ def _check_triton_args(q, kv_cache, block_tables, seq_lens, kv_scales) -> None:
 
 def paged_decode_attention_triton(
     q: torch.Tensor,  # [seqs, heads, head_dim], last dim contiguous
-    kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim] contiguous, or kv8.packed_view's
+    kv_cache: torch.Tensor,  # [2, blocks, block_size, heads, head_dim] contiguous
     block_tables: torch.Tensor,  # [seqs, max_blocks] int32
     seq_lens: torch.Tensor,  # [seqs] int32, each in [1, max_blocks * block_size]
     scale: float,
     num_splits: int | None = None,  # None: plan_splits
     out: torch.Tensor | None = None,  # [seqs, heads, head_dim] to write into (CUDA graphs, tests)
-    launch: dict | None = None,  # LAUNCH overrides (tuning)
+    launch: dict | None = None,  # DEFAULT_LAUNCH's settings overridden (a tuner's candidates)
     kv_scales: torch.Tensor | None = None,  # [2, blocks, block_size, heads] float32: a quantized cache's
 ) -> torch.Tensor:  # [seqs, heads, head_dim], q's dtype
     """The Triton version of `paged_decode_attention_ref` (which it is tested against). No
@@ -326,45 +324,21 @@ def paged_decode_attention_triton(
         return out
     block_size = kv_cache.shape[2]
     tile, heads_first, launch = resolve_launch(launch, kv_scales is not None)
-    int_scores, two_pass = launch.pop("int_scores") and dim % 8 == 0, launch.pop("two_pass")  # (4-bit's)
     partition, num_splits = partitions(num_seqs, heads, block_tables.shape[1] * block_size, tile, num_splits)
     one_split = num_splits == 1
     part_max, part_sum, part_acc = partial_buffers(q, num_splits)
     grid = (heads, num_seqs, num_splits) if heads_first else (num_seqs, heads, num_splits)
-    kernel, width, shape = _kernel_for(kv_cache.dtype, dim, kv_scales is not None, int_scores, two_pass)
-    if "scores_ptr" in shape:  # the two-pass kernel's scores, [seqs, heads, splits, partition]
-        shape["scores_ptr"] = q.new_empty(num_seqs * heads * num_splits * partition, dtype=torch.float32)
-    kernel[grid](
+    _paged_decode_kernel[grid](
         q, kv_cache, kv_scales if kv_scales is not None else part_max,  # (scales not read unless SCALED)
-        block_tables, seq_lens, out, part_max, part_sum, part_acc, scale,
-        width,  # head_dim, or the bytes of a 4-bit vector
-        heads, partition, num_splits, q.stride(0), q.stride(1), *kv_cache.stride()[:4],
+        block_tables, seq_lens, out, part_max, part_sum, part_acc, scale, dim, heads, partition, num_splits, q.stride(0), q.stride(1), *kv_cache.stride()[:4],
         block_tables.stride(0), out.stride(0), out.stride(1),
         kv_scales.stride(0) if kv_scales is not None else 0,
-        BLOCK_SIZE=block_size, TILE=tile, ONE_SPLIT=one_split, HEADS_FIRST=heads_first, **shape, **launch,
+        BLOCK_SIZE=block_size, BLOCK_D=next_power_of_2(dim), TILE=tile, ONE_SPLIT=one_split,
+        SCALED=kv_scales is not None, HEADS_FIRST=heads_first, **launch,
     )  # fmt: skip
     if not one_split:
         _reduce_splits(part_max, part_sum, part_acc, out, num_splits, next_power_of_2(dim))
     return out
-
-
-def _kernel_for(cache_dtype: torch.dtype, dim: int, scaled: bool, int_scores: bool, two_pass: bool):
-    """(kernel, its width argument, its other arguments) for a cache of this dtype. `two_pass`: the
-    kernel in two passes (paged_attention_two_pass.py), with `scores_ptr` for the caller to fill. A
-    4-bit cache has kernels of their own (paged_attention_4bit.py; both modules import this one's
-    helpers, so they are imported here) taking the same arguments, the width the bytes of a vector
-    (head_dim / 2), the scores in integers where `int_scores`."""
-    scratch = {"scores_ptr": None} if two_pass else {}
-    if cache_dtype != PACKED4:
-        from scriba.kernels.paged_attention_two_pass import _paged_decode_two_pass_kernel
-
-        kernel = _paged_decode_two_pass_kernel if two_pass else _paged_decode_kernel
-        return kernel, dim, dict(BLOCK_D=next_power_of_2(dim), SCALED=scaled, **scratch)
-    from scriba.kernels import paged_attention_4bit as four
-
-    kernel = four._paged_decode_4bit_two_pass_kernel if two_pass else four._paged_decode_4bit_kernel
-    shape = dict(BLOCK_HALF=next_power_of_2(dim // 2), INT_SCORES=int_scores, ASM=not IS_INTERPRETED)
-    return kernel, dim // 2, {**shape, **scratch}
 
 
 def _reduce_splits(part_max, part_sum, part_acc, out: torch.Tensor, num_splits: int, block_d: int) -> None:

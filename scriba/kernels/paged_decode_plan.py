@@ -6,6 +6,7 @@ splits' partial softmaxes go to. Shapes only, never the lengths' values: CUDA gr
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import torch
 
@@ -14,13 +15,10 @@ from scriba.kernels.triton_support import IS_INTERPRETED
 # Programs wanted per launch: enough to fill an H100's 132 SMs a few times over. The
 # interpreter runs programs one by one, so there contexts are split only as far as a test asks.
 TARGET_PROGRAMS = 16 if IS_INTERPRETED else 1024
-# Measured on an H100 (benchmarks/tune_paged_decode.py, benchmarks/results/gpu_h100_2026-11-26.txt):
-# Whisper large's 1500-position contexts at batch 256 in tiles of 32 positions, heads first, read
-# at 2.8 TB/s from a float16 cache (8 warps) and 2.3 TB/s from an fp8 one (4 warps); sequences
-# first, 2.6 and 1.5 TB/s. num_warps None: 8, or 4 over an 8-bit cache.
-# int_scores: a 4-bit cache's scores in integers (paged_attention_4bit.py); two_pass: the softmax
-# in two passes, no rescale (paged_attention_two_pass.py and the 4-bit's). Neither timed on a GPU yet.
-LAUNCH = dict(tile=32, num_warps=None, num_stages=3, heads_first=True, int_scores=False, two_pass=False)
+# The launch the GPU tuner chose (benchmarks' gpu suite; figures in docs/performance.md): tiles of
+# 32 positions, the grid heads first, num_warps None: 8, or 4 over an 8-bit cache. Read-only: a
+# tuner passes its candidates to the kernel as `launch`.
+DEFAULT_LAUNCH = MappingProxyType(dict(tile=32, num_warps=None, num_stages=3, heads_first=True))
 
 
 def plan_splits(num_seqs: int, num_heads: int, max_context: int, tile: int) -> tuple[int, int]:
@@ -32,8 +30,11 @@ def plan_splits(num_seqs: int, num_heads: int, max_context: int, tile: int) -> t
 
 
 def resolve_launch(overrides: dict | None, eight_bit: bool) -> tuple[int, bool, dict]:
-    """(tile, heads_first, Triton's own launch options) from LAUNCH and the overrides."""
-    launch = {**LAUNCH, **(overrides or {})}
+    """(tile, heads_first, Triton's own launch options) from DEFAULT_LAUNCH and the overrides."""
+    unknown = set(overrides or {}) - set(DEFAULT_LAUNCH)
+    if unknown:
+        raise ValueError(f"unknown launch settings {sorted(unknown)}; known: {sorted(DEFAULT_LAUNCH)}")
+    launch = {**DEFAULT_LAUNCH, **(overrides or {})}
     tile = launch.pop("tile") or 32
     launch["num_warps"] = launch["num_warps"] or (4 if eight_bit else 8)
     return tile, bool(launch.pop("heads_first")), launch

@@ -146,7 +146,7 @@ class BartForConditionalGeneration(EncoderDecoderModel):
         cache at meta.cross_slot_mapping; the decoder is not run (EngineConfig.encoder_stream)."""
         hidden = self.model.encoder(encoder_inputs, encoder_positions, meta)
         for layer in self.model.decoder.layers:
-            layer.encoder_attn.write_cross(hidden, meta)
+            layer.encoder_attn.write_cross_kv(layer.encoder_attn.kv_proj(hidden), meta)
 
     def output_projection(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(weight [vocab, d_model], bias [vocab]) of the logits."""

@@ -38,18 +38,6 @@ class EncoderDecoderModel(nn.Module, metaclass=abc.ABCMeta):
         """Per decoder layer, the attention ops that share that layer's KV cache."""
         return [[layer.self_attn.attn, layer.encoder_attn.attn] for layer in self.model.decoder.layers]
 
-    def cross_kv_projections(self) -> list[nn.Module]:
-        """Per decoder layer, its cross-attention's fused K/V projection (d_model -> 2 * d_model)."""
-        return [layer.encoder_attn.kv_proj for layer in self.model.decoder.layers]
-
-    def bind_encoder_states(self, cache: torch.Tensor | None, scales: torch.Tensor | None = None) -> None:
-        """cross_cache="states": every cross-attention reads the encoder states in `cache` (the first
-        decoder layer's, with its 8-bit `scales`), which that layer's cross-attention writes; None:
-        each reads its own K/V."""
-        for i, (_, cross) in enumerate(self.decoder_attention_layers()):
-            cross.states_cache, cross.states_scales = cache, scales
-            cross.writes_states = cache is not None and i == 0
-
     @abc.abstractmethod
     def output_projection(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(weight [vocab, d_model], bias [vocab] or None) of the logits."""

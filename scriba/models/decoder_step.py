@@ -38,10 +38,8 @@ _KINDS = (  # kernels/cpu_decoder_step's QKV .. FC2
 )
 
 
-def unsupported(model: nn.Module, kv_cache_dtype: torch.dtype, cross_cache: str = "projected") -> str | None:
+def unsupported(model: nn.Module, kv_cache_dtype: torch.dtype) -> str | None:
     """Why the numba step cannot run `model`'s decoder over such a cache; None if it can."""
-    if cross_cache != "projected":
-        return "it reads each layer's cross K/V, not the encoder states (cross_cache='states')"
     decoder = model.model.decoder
     layers = decoder.layers
     if not hasattr(decoder, "embed") or getattr(decoder, "layer_norm", None) is None:

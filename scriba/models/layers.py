@@ -6,7 +6,6 @@ import torch
 from torch import nn
 
 from scriba.kernels.metadata import AttentionMetadata, AttentionType
-from scriba.kernels.paged_states_attention import write_states
 
 # The activations of BART, mBART and Whisper configs, as transformers computes them (its
 # `transformers.activations` import costs 1.8 s of start-up here, for a table of functions).
@@ -37,11 +36,7 @@ class Attention(nn.Module):
       cross cache and prefill tokens attend to them; decode tokens read the cross cache.
 
     `kv_cache` ([2, blocks, block_size, heads, head_dim]) is bound by the model runner, and for
-    an 8-bit cache its `kv_scales` ([2, blocks, block_size, heads], kernels/kv8.py). Under
-    EngineConfig.cross_cache="states" every cross-attention also gets `states_cache`, the first
-    decoder layer's cache, whose cross blocks hold the encoder states (K half), and its
-    `states_scales`; that layer's (`writes_states`) writes them; decode rows read them through the
-    layer's K/V projection (kernels/paged_states_attention.py).
+    an 8-bit cache its `kv_scales` ([2, blocks, block_size, heads], kernels/kv8.py).
     """
 
     def __init__(self, num_heads: int, head_dim: int, attn_type: AttentionType, scale: float | None = None):
@@ -52,9 +47,6 @@ class Attention(nn.Module):
         self.scale = head_dim**-0.5 if scale is None else scale
         self.kv_cache: torch.Tensor | None = None
         self.kv_scales: torch.Tensor | None = None
-        self.states_cache: torch.Tensor | None = None  # cross_cache="states" (cross-attention only)
-        self.states_scales: torch.Tensor | None = None
-        self.writes_states = False
 
     def forward(
         self,
@@ -63,7 +55,6 @@ class Attention(nn.Module):
         | None,  # [num_kv_tokens, heads * head_dim]; None for a cross step with no encoder tokens
         v: torch.Tensor | None,
         meta: AttentionMetadata,
-        kv_proj: nn.Linear | None = None,  # cross-attention's K/V projection (cross_cache="states")
     ) -> torch.Tensor:  # [num_q_tokens, heads * head_dim]
         ops = meta.backend
         q = q.view(-1, self.num_heads, self.head_dim)
@@ -83,7 +74,7 @@ class Attention(nn.Module):
                 parts.append(ops.varlen_attention(*qkv, cu, cu, n, n, self.scale, causal=True))
             tables, lens, reads = meta.decode_block_tables, meta.decode_seq_lens, meta.decode_reads
         else:
-            if k is not None and self.states_cache is None:
+            if k is not None:
                 ops.write_kv_cache(k, v, self.kv_cache, meta.cross_slot_mapping, self.kv_scales)
             if num_prefill:
                 if meta.cross_kv_index is not None:  # a request prefilling several sequences
@@ -102,20 +93,11 @@ class Attention(nn.Module):
                     )
                 )
             tables, lens, reads = meta.cross_block_tables, meta.cross_seq_lens, meta.cross_reads
-        if meta.num_decode_tokens and self.states_cache is not None and self.attn_type is AttentionType.CROSS:
-            through = (kv_proj.weight, kv_proj.bias, tables, lens, self.scale, self.states_scales)
-            parts.append(ops.states_decode_attention(q[num_prefill:], self.states_cache, *through))
-        elif meta.num_decode_tokens:
+        if meta.num_decode_tokens:
             paged = (q[num_prefill:], self.kv_cache, tables, lens, self.scale)
             parts.append(ops.paged_decode_attention(*paged, reads=reads, kv_scales=self.kv_scales))
         out = parts[0] if len(parts) == 1 else torch.cat(parts)
         return out.flatten(1)
-
-    def write_states(self, encoder_hidden: torch.Tensor, meta: AttentionMetadata) -> None:
-        """The encoder states [num_encoder_tokens, d_model] into the cross blocks at
-        meta.cross_slot_mapping (kernels/paged_states_attention.write_states)."""
-        slots, cache, scales = meta.cross_slot_mapping, self.states_cache, self.states_scales
-        write_states(encoder_hidden, cache, scales, slots)
 
 
 class MultiHeadAttention(nn.Module):
@@ -153,27 +135,16 @@ class MultiHeadAttention(nn.Module):
         encoder_hidden: torch.Tensor | None = None,  # [num_encoder_tokens, embed_dim], cross only
         cross_kv: torch.Tensor | None = None,  # [num_encoder_tokens, 2 * embed_dim]: kv_proj's, made
     ) -> torch.Tensor:
-        if self.attn_type is not AttentionType.CROSS:
+        if self.attn_type is AttentionType.CROSS:
+            q = self.q_proj(hidden)
+            k = v = None
+            if cross_kv is not None:
+                k, v = cross_kv.chunk(2, dim=-1)
+            elif encoder_hidden is not None and encoder_hidden.shape[0]:
+                k, v = self.kv_proj(encoder_hidden).chunk(2, dim=-1)
+        else:
             q, k, v = self.qkv_proj(hidden).chunk(3, dim=-1)
-            return self.out_proj(self.attn(q, k, v, meta))
-        q = self.q_proj(hidden)
-        k = v = None
-        if cross_kv is not None:
-            k, v = cross_kv.chunk(2, dim=-1)
-        elif encoder_hidden is not None and encoder_hidden.shape[0]:
-            if self.attn.writes_states:
-                self.attn.write_states(encoder_hidden, meta)
-            k, v = self.kv_proj(encoder_hidden).chunk(2, dim=-1)  # the prefill rows attend to them
-        return self.out_proj(self.attn(q, k, v, meta, self.kv_proj))
-
-    def write_cross(self, encoder_hidden: torch.Tensor, meta: AttentionMetadata) -> None:
-        """What the cross cache keeps of the encoder states [num_encoder_tokens, d_model] for this
-        layer: its K/V, or under cross_cache="states" the states themselves, from the one layer
-        that writes them (the others write nothing)."""
-        if self.attn.states_cache is None:
-            self.write_cross_kv(self.kv_proj(encoder_hidden), meta)
-        elif self.attn.writes_states:
-            self.attn.write_states(encoder_hidden, meta)
+        return self.out_proj(self.attn(q, k, v, meta))
 
     def write_cross_kv(self, cross_kv: torch.Tensor, meta: AttentionMetadata) -> None:
         """A prefill's cross-attention K/V ([num_encoder_tokens, 2 * embed_dim], kv_proj's) into

@@ -18,8 +18,7 @@ def default_whisper_models() -> list[str | None]:
 
 def speech_config(config: dict) -> dict:
     """The engine settings a transcription runs with: on a CPU, unless a dtype or a
-    quantization (or cross_cache="states", which reads float projections) is asked for, int8
-    (models/quantize.py), and with int8 the encoder run by
+    quantization is asked for, int8 (models/quantize.py), and with int8 the encoder run by
     OpenVINO unless an encoder_runtime is asked for, and a float16 KV cache unless a
     kv_cache_dtype is. Measured on real speech
     (benchmarks/bench_whisper.py, docs/performance.md: CPU modes): 1.3-1.5x float32's speed, and over the
@@ -28,8 +27,7 @@ def speech_config(config: dict) -> dict:
     device = str(config.get("device") or "auto")
     if not (device == "cpu" or (device == "auto" and not torch.cuda.is_available())):
         return config
-    exact = config.get("dtype", "auto") != "auto" or config.get("cross_cache", "projected") != "projected"
-    if not config.get("quantization") and not exact:
+    if not config.get("quantization") and config.get("dtype", "auto") == "auto":
         config = {**config, "quantization": "int8"}
     if config.get("quantization") == "int8" and "encoder_runtime" not in config and openvino_installed():
         # The encoder through OpenVINO (bfloat16 where the CPU has it): 1.6-1.8x the int8 torch

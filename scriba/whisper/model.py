@@ -174,13 +174,12 @@ class WhisperForConditionalGeneration(EncoderDecoderModel):
         """A prefill's windows [num_requests, mel_bins, num_frames] through the encoder, and every
         decoder layer's cross-attention K/V of them into the cache, the decoder not run (the
         model runner's numba prefill, or the encoder stream; encoder_positions: unused)."""
-        layers = self.model.decoder.layers
-        if self.encoder_runtime is None:
+        if self.encoder_runtime is not None:
+            per_layer = self.encoder_runtime(encoder_inputs)
+        else:
             hidden = self.encode(encoder_inputs, meta)
-            for layer in layers:
-                layer.encoder_attn.write_cross(hidden, meta)
-            return
-        for layer, cross_kv in zip(layers, self.encoder_runtime(encoder_inputs)):
+            per_layer = [layer.encoder_attn.kv_proj(hidden) for layer in self.model.decoder.layers]
+        for layer, cross_kv in zip(self.model.decoder.layers, per_layer):
             layer.encoder_attn.write_cross_kv(cross_kv, meta)
 
     def compile_encoder(self, runtime: str, num_threads: int, cached_padding: bool = False) -> None:

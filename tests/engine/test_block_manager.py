@@ -12,13 +12,9 @@ BLOCK = 4
 
 
 class BlockAccounting(RuleBasedStateMachine):
-    CROSS_BLOCKS = None  # the cross tables in the same pools
-
     def __init__(self):
         super().__init__()
-        self.bm = BlockManager(
-            BLOCK, num_device_blocks=24, num_cpu_blocks=16, watermark=0.0, cross_blocks=self.CROSS_BLOCKS
-        )
+        self.bm = BlockManager(BLOCK, num_device_blocks=24, num_cpu_blocks=16, watermark=0.0)
         self.requests: dict[str, dict] = {}  # id -> {"device": str, "seqs": {seq_id: length}}
         self.next_id = 0
 
@@ -33,8 +29,7 @@ class BlockAccounting(RuleBasedStateMachine):
     def allocate(self, enc, length):
         status = self.bm.can_allocate(enc, [length])
         needed = self.bm.num_blocks_needed(enc, [length])
-        cross_fits = self.bm.shared or -(-enc // BLOCK) <= self.bm.cross_pools[DEVICE].num_free
-        assert (status is AllocStatus.OK) == (needed <= self.bm.num_free(DEVICE) and cross_fits)
+        assert (status is AllocStatus.OK) == (needed <= self.bm.num_free(DEVICE))
         if status is AllocStatus.OK:
             rid, sid = f"r{self._new_id()}", self._new_id()
             self.bm.allocate(rid, enc, {sid: length})
@@ -96,13 +91,9 @@ class BlockAccounting(RuleBasedStateMachine):
         seq_ids = sorted(self.requests[rid]["seqs"])
         if self.bm.can_swap_out(rid, seq_ids):
             before = {s: list(self.bm.block_table(s)) for s in seq_ids}
-            cross_before = list(self.bm.cross_block_table(rid))
-            moved, states = self.bm.swap_out(rid, seq_ids)
-            pairs, cross_pairs = dict(moved), dict(states if states else moved)
-            assert bool(states) != self.bm.shared  # the cross table's moves listed apart with its own pools
+            pairs = dict(self.bm.swap_out(rid, seq_ids))
             for s in seq_ids:  # every block moved, shared blocks to one place
                 assert self.bm.block_table(s) == [pairs[b] for b in before[s]]
-            assert self.bm.cross_block_table(rid) == [cross_pairs[b] for b in cross_before]
             self.requests[rid]["device"] = CPU
 
     @precondition(lambda self: self._on(CPU))
@@ -120,12 +111,10 @@ class BlockAccounting(RuleBasedStateMachine):
         self.requests.clear()
         self.all_free()
 
-    def all_pools(self):
-        return [*self.bm.pools.values(), *([] if self.bm.shared else self.bm.cross_pools.values())]
-
     @invariant()
     def counts_add_up(self):
-        for pool in self.all_pools():
+        for device in (DEVICE, CPU):
+            pool = self.bm.pools[device]
             used = sum(1 for c in pool.ref_counts if c > 0)
             assert pool.num_free + used == pool.num_blocks
             assert len(pool.free_blocks) == pool.num_free
@@ -133,17 +122,13 @@ class BlockAccounting(RuleBasedStateMachine):
 
     @invariant()
     def refcounts_match_owners(self):
-        refs = {id(pool): Counter() for pool in self.all_pools()}
-        for tables, pools in (
-            (self.bm.self_tables, self.bm.pools),
-            (self.bm.cross_tables, self.bm.cross_pools),
-        ):
-            for table in tables.values():
-                refs[id(pools[table.device])].update(table.blocks)
-        for pool in self.all_pools():
-            counter = refs[id(pool)]
-            assert all(pool.ref_counts[b] == n for b, n in counter.items())  # shared only with a count
-            assert sum(pool.ref_counts) == sum(counter.values())
+        refs = {DEVICE: Counter(), CPU: Counter()}
+        for table in [*self.bm.self_tables.values(), *self.bm.cross_tables.values()]:
+            refs[table.device].update(table.blocks)
+        for device, counter in refs.items():
+            ref_counts = self.bm.pools[device].ref_counts
+            assert all(ref_counts[b] == n for b, n in counter.items())  # shared only with a count
+            assert sum(ref_counts) == sum(counter.values())
 
     def teardown(self):
         for rid, state in list(self.requests.items()):
@@ -153,23 +138,13 @@ class BlockAccounting(RuleBasedStateMachine):
         self.all_free()
 
     def all_free(self):
-        for pool in self.all_pools():
-            assert pool.num_free == pool.num_blocks
+        for device in (DEVICE, CPU):
+            assert self.bm.num_free(device) == self.bm.num_total(device)
         assert not self.bm.self_tables and not self.bm.cross_tables
 
 
 TestBlockAccounting = BlockAccounting.TestCase
 TestBlockAccounting.settings = settings(max_examples=300, stateful_step_count=40, deadline=None)
-
-
-class StatesAccounting(BlockAccounting):
-    """cross_cache="states": the cross tables in pools of their own (BlockManager.cross_pools)."""
-
-    CROSS_BLOCKS = (20, 12)
-
-
-TestStatesAccounting = StatesAccounting.TestCase
-TestStatesAccounting.settings = settings(max_examples=200, stateful_step_count=40, deadline=None)
 
 
 def test_fork_shares_then_copies_on_write():
@@ -202,19 +177,3 @@ def test_can_allocate_never_and_later():
     bm.free(1)
     bm.free_cross("a")
     assert bm.can_allocate(8, [4]) is AllocStatus.OK
-
-
-def test_states_pools_admit_and_refuse_apart():
-    """With pools of their own, a request's cross table takes nothing from the self pool: the
-    states' pool full holds a request back, one too long for it is refused in words."""
-    bm = BlockManager(BLOCK, num_device_blocks=10, num_cpu_blocks=0, watermark=0.0, cross_blocks=(3, 0))
-    assert bm.num_blocks_needed(12, [4]) == 1  # 3 cross blocks, counted apart
-    assert bm.can_allocate(12, [4]) is AllocStatus.OK
-    bm.allocate("a", 12, {1: 4})
-    assert bm.num_free(DEVICE) == 9 and bm.cross_pools[DEVICE].num_free == 0
-    assert bm.can_allocate(4, [4]) is AllocStatus.LATER
-    assert bm.can_allocate(16, [4]) is AllocStatus.NEVER
-    assert bm.shortfall(16, [4]) == "needs 4 blocks of encoder states but their pool has 3"
-    bm.free(1)
-    bm.free_cross("a")
-    assert bm.can_allocate(4, [4]) is AllocStatus.OK

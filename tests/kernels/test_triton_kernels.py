@@ -89,8 +89,21 @@ def test_paged_decode_matches_reference(dtype, head_dim, heads_first=True):
 
 
 def test_paged_decode_runs_in_either_grid_order():
-    """The grid's sequences first (LAUNCH's heads_first=False) reads as the default order."""
+    """The grid's sequences first (heads_first=False, against DEFAULT_LAUNCH's True) reads as the
+    default order."""
     test_paged_decode_matches_reference(torch.float16, 64, heads_first=False)
+
+
+def test_the_default_launch_is_read_only_and_overrides_are_checked():
+    """A tuner passes its launch to the kernel; nothing changes the default for everyone else, and
+    a setting the kernel does not have is refused, naming it."""
+    with pytest.raises(TypeError):
+        paged_decode_plan.DEFAULT_LAUNCH["tile"] = 64
+    tile, heads_first, options = paged_decode_plan.resolve_launch(dict(tile=16, heads_first=False), True)
+    assert (tile, heads_first, options) == (16, False, dict(num_warps=4, num_stages=3))
+    assert paged_decode_plan.resolve_launch(None, False)[2]["num_warps"] == 8
+    with pytest.raises(ValueError, match=r"unknown launch settings \['two_pass'\]"):
+        paged_decode_plan.resolve_launch(dict(two_pass=True), False)
 
 
 def test_split_plan_fills_the_gpu_and_covers_the_context(monkeypatch):

@@ -25,10 +25,9 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kv-cache-dtype",
         default="auto",
-        choices=[*DTYPES, "fp8", "int8", "int4"],
+        choices=[*DTYPES, "fp8", "int8"],
         help="KV cache dtype (auto: the compute dtype; float16 or bfloat16 on the CPU: faster "
-        "decoding, a few words' cost; fp8 or int8: 8-bit codes with a scale per cached vector; "
-        "int4: the cross-attention K/V in 4 bits, no faster than fp8 on an H200; docs/performance.md)",
+        "decoding, a few words' cost; fp8 or int8: 8-bit codes with a scale per cached vector)",
     )
     parser.add_argument(
         "--encoder-runtime",
@@ -53,14 +52,6 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
         "weights, one call a step over the int8 codes and the paged cache; torch: the modules)",
     )
     parser.add_argument(
-        "--cross-cache",
-        default=None,
-        choices=["projected", "states"],
-        help="what the cross-attention cache holds (projected, the default: each decoder layer's K/V; "
-        "states: the encoder states once, read through each layer's projections: half a float "
-        "cache's bytes a decode step, for a GPU; float32 or half precision, no int8 products)",
-    )
-    parser.add_argument(
         "--threads", type=int, default=None, help="CPU threads (default: one per physical core)"
     )
 
@@ -73,8 +64,6 @@ def engine_options(args: argparse.Namespace) -> dict:
         kv["encoder_padding"] = args.encoder_padding
     if args.decoder_runtime:
         kv["decoder_runtime"] = args.decoder_runtime
-    if args.cross_cache:
-        kv["cross_cache"] = args.cross_cache
     return {
         "device": args.device,
         "dtype": args.dtype,
