@@ -45,7 +45,8 @@ class CacheShape:
         where = self._placement(num_blocks, device)
         block = (num_blocks, self.block_size, self.heads, self.head_dim)
         tensor = dict(dtype=self.dtype, device=where["device"], pin_memory=where["pin"])
-        return [new_kv_cache(*block, head_major=where["head_major"], **tensor) for _ in range(self.num_layers)]
+        head_major = where["head_major"]
+        return [new_kv_cache(*block, head_major=head_major, **tensor) for _ in range(self.num_layers)]
 
     def layer_scales(self, num_blocks: int, device) -> list[torch.Tensor]:
         """An 8-bit cache's scales, beside each of layer_caches' (none for a float cache)."""

@@ -330,7 +330,8 @@ def paged_decode_attention_triton(
     grid = (heads, num_seqs, num_splits) if heads_first else (num_seqs, heads, num_splits)
     _paged_decode_kernel[grid](
         q, kv_cache, kv_scales if kv_scales is not None else part_max,  # (scales not read unless SCALED)
-        block_tables, seq_lens, out, part_max, part_sum, part_acc, scale, dim, heads, partition, num_splits, q.stride(0), q.stride(1), *kv_cache.stride()[:4],
+        block_tables, seq_lens, out, part_max, part_sum, part_acc, scale, dim, heads, partition, num_splits,
+        q.stride(0), q.stride(1), *kv_cache.stride()[:4],
         block_tables.stride(0), out.stride(0), out.stride(1),
         kv_scales.stride(0) if kv_scales is not None else 0,
         BLOCK_SIZE=block_size, BLOCK_D=next_power_of_2(dim), TILE=tile, ONE_SPLIT=one_split,
