@@ -1,9 +1,10 @@
-"""One Whisper system timed on one workload, in the Python that has it installed; bench_cpu_field.py
-runs one of these per system and reads the JSON line it prints.
+"""One Whisper system timed on one workload, in the Python that has it installed; the field suite
+(field.py) runs one of these per system and reads the JSON line it prints. A plain script: a peer's
+Python runs it without Scriba's benchmarks package.
 
     python benchmarks/field_worker.py SYSTEM MODEL_FOLDER WORKLOAD FILE [FILE ...] [--rounds N]
 
-SYSTEM: scriba | scriba-cached-padding | faster-whisper | faster-whisper-batched | openvino-genai.
+SYSTEM: scriba | faster-whisper | faster-whisper-batched | openvino-genai.
 WORKLOAD: one-by-one (each file alone: a person's request; per-file seconds kept) or one-call
 (every file in a single call, for systems that take a list). The system is warmed up on the
 first file, then each round is timed; every round's per-file seconds and the last round's texts
@@ -74,8 +75,6 @@ def openvino_genai_system(folder: str):
 def system(name: str, folder: str):
     if name == "scriba":
         return scriba_system(folder)
-    if name == "scriba-cached-padding":  # whisper/cached_padding.py: faster, not exact
-        return scriba_system(folder, encoder_padding="cached")
     if name in ("faster-whisper", "faster-whisper-batched"):
         return faster_whisper_system(folder, name.endswith("batched"))
     if name == "openvino-genai":

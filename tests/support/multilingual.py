@@ -1,6 +1,7 @@
 """The real non-English clips in tests/data/multilingual and how their transcripts are scored:
 the benchmarks' error_rate (WER; CER for Japanese and Chinese), and the per-language figures
-benchmarks/bench_multilingual.py measured with faster-whisper on the same weights."""
+the multilingual suite (`python -m benchmarks multilingual`) measured with faster-whisper on the
+same weights."""
 
 import csv
 import os
@@ -9,9 +10,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "multilingual")
 FIGURES = os.path.join(HERE, "..", "..", "benchmarks", "results", "multilingual_base.tsv")
-sys.path.insert(0, os.path.join(HERE, "..", "..", "benchmarks"))
+sys.path.insert(0, os.path.join(HERE, "..", ".."))
 
-from wer import error_rate, multilingual_units  # noqa: E402
+from benchmarks.multilingual import error_rate, multilingual_units  # noqa: E402
 
 __all__ = ["CLIPS", "clip", "error_rate", "faster_whisper_figures", "multilingual_units"]
 
@@ -37,5 +38,6 @@ def faster_whisper_figures(system: str = "faster-whisper float32") -> dict[str, 
     """language -> (errors, words or characters of the references) of `system`, as committed
     by the benchmark."""
     with open(FIGURES, newline="") as f:
-        rows = [r for r in csv.DictReader(f, delimiter="\t") if r["system"] == system]
+        lines = (line for line in f if not line.startswith("#"))  # the results' header
+        rows = [r for r in csv.DictReader(lines, delimiter="\t") if r["system"] == system]
     return {r["language"]: (int(r["errors"]), int(r["units"])) for r in rows}

@@ -1,0 +1,20 @@
+"""LibriSpeech test-clean (CC BY 4.0) in the suites' `--data` layout (benchmarks/data.py).
+
+    python -m benchmarks fetch-data DIR [--chapters 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from benchmarks.data import LIBRISPEECH_TEST_CLEAN, fetch_librispeech
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks fetch-data", description=__doc__.splitlines()[0])
+    parser.add_argument("out", help="the folder to fill (MANIFEST.tsv, short/, longform/)")
+    parser.add_argument("--chapters", type=int, default=4, help="chapters laid end to end in longform/")
+    parser.add_argument("--url", default=LIBRISPEECH_TEST_CLEAN)
+    args = parser.parse_args(argv)
+    fetch_librispeech(args.out, args.url, args.chapters)
+    return 0

