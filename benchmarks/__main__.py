@@ -15,8 +15,8 @@ import sys
 
 # suite -> (module, what it measures)
 SUITES = {
-    "field": ("field", "Whisper on this CPU against faster-whisper and OpenVINO GenAI: clips and long recordings"),
-    "longform": ("longform", "long recordings: Scriba batched and sequential, VAD on and off, against transformers"),
+    "field": ("field", "Whisper on this CPU against faster-whisper and OpenVINO GenAI"),
+    "longform": ("longform", "long recordings: Scriba's modes, VAD on and off, against transformers"),
     "server": ("server", "scriba serve against faster-whisper-server and vLLM under 1-16 clients"),
     "realtime": ("realtime", "Realtime transcription sessions at real-time pace: delays, kept up, WER"),
     "cold-start": ("cold_start", "a first transcript in a fresh process, and where its time goes"),

@@ -14,7 +14,6 @@ it when installed. Run it on a quiet machine.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -22,7 +21,7 @@ import sys
 import time
 
 from benchmarks.data import JFK
-from benchmarks.report import Report
+from benchmarks.report import Report, suite_parser
 
 SPLIT = r"""
 import json, sys, time
@@ -59,7 +58,7 @@ def wall(command: list[str]) -> tuple[float, str]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks cold-start", description=__doc__.splitlines()[0])
+    parser = suite_parser("cold-start", __doc__)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="one run")
     parser.add_argument("--out", default=None)
@@ -69,7 +68,8 @@ def main(argv: list[str]) -> int:
     scriba = os.path.join(os.path.dirname(sys.executable), "scriba")
     runs = [wall([scriba, "transcribe", JFK]) for _ in range(runs_asked)]
     seconds = [s for s, _ in runs]
-    say(f"scriba transcribe jfk.flac: best {min(seconds):.2f} s (runs: {', '.join(f'{s:.2f}' for s in seconds)})")
+    every = ", ".join(f"{s:.2f}" for s in seconds)
+    say(f"scriba transcribe jfk.flac: best {min(seconds):.2f} s (runs: {every})")
     say(f"  text: {' '.join(runs[-1][1].split())[:100]}")
     python = wall([sys.executable, "-c", "pass"])[0]
     split = json.loads(wall([sys.executable, "-c", SPLIT, JFK])[1])

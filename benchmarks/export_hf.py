@@ -6,8 +6,9 @@ weights in float32, for exporters that read only that format (OpenVINO GenAI's, 
 
 from __future__ import annotations
 
-import argparse
 import os
+
+from benchmarks.report import suite_parser
 
 
 def export(name: str, out: str) -> None:
@@ -42,7 +43,7 @@ def export(name: str, out: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks export-hf", description=__doc__.splitlines()[0])
+    parser = suite_parser("export-hf", __doc__)
     parser.add_argument("model", help="an offline model: tiny.en or base")
     parser.add_argument("out", help="the folder to write")
     args = parser.parse_args(argv)

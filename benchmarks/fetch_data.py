@@ -5,13 +5,13 @@
 
 from __future__ import annotations
 
-import argparse
 
 from benchmarks.data import LIBRISPEECH_TEST_CLEAN, fetch_librispeech
+from benchmarks.report import suite_parser
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks fetch-data", description=__doc__.splitlines()[0])
+    parser = suite_parser("fetch-data", __doc__)
     parser.add_argument("out", help="the folder to fill (MANIFEST.tsv, short/, longform/)")
     parser.add_argument("--chapters", type=int, default=4, help="chapters laid end to end in longform/")
     parser.add_argument("--url", default=LIBRISPEECH_TEST_CLEAN)

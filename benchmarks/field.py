@@ -15,7 +15,6 @@ OpenVINO GenAI's venv and models: benchmarks/README.md (`python -m benchmarks ex
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -23,7 +22,7 @@ import subprocess
 import sys
 
 from benchmarks.data import speech_set, wer, words
-from benchmarks.report import Report
+from benchmarks.report import Report, suite_parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER_NAMES = {
@@ -82,7 +81,7 @@ def bench(report, name, files, refs, workload: str, found: dict, rounds: int, pa
 
     audio = sum(sf.info(f).duration for f in files)
     count = sum(len(words(r)) for r in refs)
-    report(f"\n{name}: {len(files)} files, {audio:.0f} s, {count} reference words, best of {rounds} x {passes}")
+    report(f"\n{name}: {len(files)} files, {audio:.0f} s, {count} words, best of {rounds} x {passes}")
     report(f"{'system':<30} {'RTFx':>7} {'WER':>7} {'p50 ms':>8} {'p90 ms':>8}")
     chosen = [(s, v) for s, v in found.items() if workload != "one-call" or s in ONE_CALL]
     results: dict[str, list[dict]] = {system: [] for system, _ in chosen}
@@ -114,8 +113,7 @@ def bench(report, name, files, refs, workload: str, found: dict, rounds: int, pa
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks field", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=None, help="a folder in benchmarks/data.py's layout (default: jfk.flac)")
+    parser = suite_parser("field", __doc__, data=True)
     parser.add_argument("--models", default="tiny.en,base")
     parser.add_argument("--peers-python", default=None, help="a Python with openvino-genai installed")
     parser.add_argument("--openvino-models", default=None, help="the folder `export-hf` + optimum-cli made")

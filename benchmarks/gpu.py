@@ -20,7 +20,6 @@ its decode step is (wall - encoder time) / new tokens.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import gc
 import statistics
@@ -36,7 +35,7 @@ from transformers import (
     WhisperForConditionalGeneration,
 )
 
-from benchmarks.report import commit, cpu_name, versions
+from benchmarks.report import commit, cpu_name, suite_parser, versions
 from benchmarks.summarize import pad_batch
 from scriba import Engine, SamplingParams
 from scriba.kernels import backend as backends
@@ -524,7 +523,7 @@ def flash_check(device) -> None:
 
 
 def parse(argv: list[str]):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks gpu", description=__doc__.splitlines()[0])
+    parser = suite_parser("gpu", __doc__)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--dtype", default=None, help="float16 on a GPU, float32 on the CPU")
     parser.add_argument("--batch", type=int, default=64)
@@ -533,12 +532,12 @@ def parse(argv: list[str]):
     parser.add_argument("--tiny", action="store_true", help="tiny shapes")
     parser.add_argument("--smoke", action="store_true", help="tiny shapes on the CPU, batch 4, 8 tokens")
     parser.add_argument("--out", help="also write the report to this file")
-    parser.add_argument("--profile", action="store_true", help="profile 20 decode steps: kernels, exposed host time")
+    parser.add_argument("--profile", action="store_true", help="profile 20 decode steps: kernels, host")
     parser.add_argument(
         "--async-scheduling", choices=["auto", "on", "off"], default="auto", help="auto: on with a GPU"
     )
     parser.add_argument("--kv-cache-dtype", default="auto", help="auto (the compute dtype), fp8 or int8")
-    parser.add_argument("--profile-admission", action="store_true", help="profile the steps that admit the prompts")
+    parser.add_argument("--profile-admission", action="store_true", help="profile the admitting steps")
     parser.add_argument(
         "--variants",
         help=f"several engines on the same weights, e.g. async,sync,fp8 (from {', '.join(VARIANTS)}, with the"
@@ -564,7 +563,7 @@ def main(argv: list[str]) -> int:
     bandwidth = copy_bandwidth(args.device)
     log(f"# python -m benchmarks gpu {' '.join(argv)}")
     log(f"# commit {commit()}; {versions()}")
-    log(f"# host: {cpu_name()}; device {name}, {args.dtype}; measured copy bandwidth {bandwidth / 1e9:.0f} GB/s")
+    log(f"# host: {cpu_name()}; device {name}, {args.dtype}; copy bandwidth {bandwidth / 1e9:.0f} GB/s")
     flash_check(args.device)
     log()
     for kind in args.models.split(","):

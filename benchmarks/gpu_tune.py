@@ -11,14 +11,13 @@ as its `launch` argument; nothing global changes).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 import time
 
 import torch
 
-from benchmarks.report import Report
+from benchmarks.report import Report, suite_parser
 
 CASES = [(64, 1500, "float16"), (256, 1500, "float16"), (64, 80, "float16"), (256, 1500, "fp8")]
 
@@ -85,7 +84,7 @@ def measure(seqs: int, length: int, kind: str, device: str, smoke: bool) -> list
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks gpu-tune", description=__doc__.splitlines()[0])
+    parser = suite_parser("gpu-tune", __doc__)
     parser.add_argument("--kinds", default="float16,fp8", help="the caches to time")
     parser.add_argument("--smoke", action="store_true", help="one tiny case on the CPU, Triton interpreted")
     parser.add_argument("--out", default=None)

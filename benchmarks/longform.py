@@ -12,7 +12,6 @@ clip). Keep the machine otherwise idle.
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import time
@@ -20,7 +19,7 @@ import time
 import numpy as np
 
 from benchmarks.data import speech_set, wer
-from benchmarks.report import Report
+from benchmarks.report import Report, suite_parser
 
 RATE = 16000
 
@@ -43,7 +42,8 @@ def recordings(data: str | None, folder: str) -> dict[str, tuple[str, str, list 
         parts += [noise, clip]
         spans.append((at + gap, at + gap + len(clip) / RATE))
         at += gap + len(clip) / RATE
-    for name, audio, where in (("joined", np.concatenate(clips), None), ("gaps", np.concatenate(parts), spans)):
+    made = (("joined", np.concatenate(clips), None), ("gaps", np.concatenate(parts), spans))
+    for name, audio, where in made:
         path = os.path.join(folder, f"{name}.wav")
         sf.write(path, audio, RATE)
         out[name] = (path, " ".join(refs), where)
@@ -103,8 +103,7 @@ def outside(result, spans) -> int:
 def main(argv: list[str]) -> int:
     import soundfile as sf
 
-    parser = argparse.ArgumentParser(prog="python -m benchmarks longform", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=None, help="a folder in benchmarks/data.py's layout (default: jfk.flac)")
+    parser = suite_parser("longform", __doc__, data=True)
     parser.add_argument("--smoke", action="store_true", help="the bundled clip")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
@@ -112,7 +111,8 @@ def main(argv: list[str]) -> int:
     recs = recordings(None if args.smoke else args.data, tempfile.mkdtemp(prefix="scriba-longform-"))
     runs = systems()
     runs["Scriba batched"](recs["gaps"][0])  # warm-up
-    report(f"{'system':<28}" + "".join(f"{n[:12] + ' RTFx':>18}{'WER':>8}" for n in recs) + "  all WER outside")
+    columns = "".join(f"{n[:12] + ' RTFx':>18}{'WER':>8}" for n in recs)
+    report(f"{'system':<28}{columns}  all WER outside")
     for name, run in runs.items():
         row, hyps, refs, extra = f"{name:<28}", [], [], ""
         for path, ref, spans in recs.values():

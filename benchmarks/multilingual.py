@@ -19,7 +19,6 @@ Keep the machine otherwise idle: the seconds are compared.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import os
 import time
@@ -28,7 +27,7 @@ import torch
 
 import scriba
 from benchmarks.data import edit_distance, speech_set
-from benchmarks.report import ROOT, Report
+from benchmarks.report import ROOT, Report, suite_parser
 from scriba.models.offline import offline_model_path
 
 DATA = os.path.join(ROOT, "tests", "data", "multilingual")
@@ -144,10 +143,10 @@ def translations(say, name: str, run, clips: list[dict]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks multilingual", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=DATA, help="a folder with MANIFEST.tsv (file, language, reference_text)")
+    parser = suite_parser("multilingual", __doc__)
+    parser.add_argument("--data", default=DATA, help="MANIFEST.tsv: file, language, reference_text")
     parser.add_argument("--english", default=None, help="a folder in benchmarks/data.py's layout")
-    parser.add_argument("--smoke", action="store_true", help="one short clip, Scriba's default and faster-whisper int8")
+    parser.add_argument("--smoke", action="store_true", help="one short clip, two systems")
     parser.add_argument("--out", default=None, help="write the per-language figures (TSV) here")
     args = parser.parse_args(argv)
     say = Report("multilingual", argv)

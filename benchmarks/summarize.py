@@ -14,7 +14,6 @@ tokens/s for each and the ratios, and checks that the greedy tokens agree.
 
 from __future__ import annotations
 
-import argparse
 import random
 import tempfile
 import time
@@ -22,7 +21,7 @@ import time
 import torch
 from transformers import BartConfig, BartForConditionalGeneration
 
-from benchmarks.report import Report
+from benchmarks.report import Report, suite_parser
 from scriba import Engine, SamplingParams
 
 BART_BASE = dict(
@@ -84,7 +83,7 @@ TINY = dict(BART_BASE, d_model=64, encoder_layers=2, decoder_layers=2, encoder_a
 
 
 def parse(argv: list[str]):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks summarize", description=__doc__.splitlines()[0])
+    parser = suite_parser("summarize", __doc__)
     parser.add_argument("--num-requests", type=int, default=32)
     parser.add_argument("--min-len", type=int, default=16)
     parser.add_argument("--max-len", type=int, default=1024, help="up to BART's 1024 input positions")
@@ -128,7 +127,7 @@ def main(argv: list[str]) -> int:
             _, t_serial = timed(lambda: [hf_generate(model, [p], args.new_tokens) for p in prompts])
     same = sum(o.outputs[0].token_ids == ref for o, ref in zip(outs, hf_batched))
     lengths = [len(p) for p in prompts]
-    say(f"torch threads {torch.get_num_threads()}; model: random BART, d_model {shape['d_model']}, float32, CPU")
+    say(f"torch threads {torch.get_num_threads()}; random BART, d_model {shape['d_model']}, float32, CPU")
     say(
         f"requests: {args.num_requests}, encoder lengths {min(lengths)}..{max(lengths)} "
         f"(mean {sum(lengths) / len(lengths):.0f}), {args.new_tokens} new tokens each"

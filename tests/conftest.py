@@ -35,7 +35,10 @@ ONE_WORKER = {
     "ray": ("tests/app/cluster/", "tests/docs/test_examples.py::test_block_runs_as_pasted[docs/cluster")
 }
 # Each test its own group (independent subprocesses, ~5-27 s each): they spread over both workers.
-SPREAD = ("tests/docs/test_examples.py::test_block_runs_as_pasted", "tests/benchmarks/test_suites.py::test_smoke")
+SPREAD = (
+    "tests/docs/test_examples.py::test_block_runs_as_pasted",
+    "tests/benchmarks/test_suites.py::test_smoke",
+)
 
 
 def pytest_configure(config):
