@@ -30,8 +30,7 @@ import scriba.app.cli.main
 from scriba.transcription.transcribe import transcribe
 t1 = time.perf_counter()
 from scriba.runtime.loops import get_loop
-from scriba.transcription.engine_settings import speech_config
-get_loop(None, **speech_config({}))
+get_loop(None)
 t2 = time.perf_counter()
 text = transcribe(sys.argv[1]).text
 t3 = time.perf_counter()

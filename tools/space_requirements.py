@@ -1,5 +1,6 @@
-"""Writes requirements.txt, what a Hugging Face Space installs, from pyproject.toml's dependencies,
-so the two cannot drift (tests/test_space.py checks the file is this script's output).
+"""Writes requirements.txt, what a Hugging Face Space installs, from pyproject.toml's dependencies
+and its `ui` extra (the web app the Space serves), so the two cannot drift (tests/test_space.py
+checks the file is this script's output).
 
     python tools/space_requirements.py          # rewrite requirements.txt
 """
@@ -16,7 +17,8 @@ HEADER = (
 
 def space_requirements() -> str:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return HEADER + "".join(f"{dependency}\n" for dependency in project["dependencies"])
+    wanted = project["dependencies"] + project["optional-dependencies"]["ui"]
+    return HEADER + "".join(f"{dependency}\n" for dependency in wanted)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from collections.abc import Sequence as Seq
 
 import torch
 
-from scriba.config import EngineConfig
+from scriba.config import resolve_config
 from scriba.engine.beam_search import BeamSearch
 from scriba.engine.block_manager import BlockManager, blocks_for
 from scriba.engine.generation_defaults import generation_defaults
@@ -36,32 +36,35 @@ logger = logging.getLogger("scriba")
 class Engine:
     """A paged encoder/decoder engine for one model.
 
-    `Engine(MODEL, max_num_seqs=64)` (a hub id or folder): keyword arguments fill EngineConfig;
-    `Engine()` runs the bundled default model (models/registry.py), offline.
+    `Engine(MODEL, max_num_seqs=64)` (a hub id or folder): keyword arguments are EngineConfig's
+    options, over the model's profile on this machine (config.resolve_config: on a CPU an audio
+    model runs int8 unless `dtype="float32"`, the exact mode, is asked for); `Engine()` runs the
+    bundled default model (models/registry.py), offline.
     Offline use: `generate(prompts, params)`. Online use: `add_request`, then `step()` until
     `has_unfinished_requests()` is False; `abort(request_id)` at any time.
     """
 
     def __init__(self, model: str | None = None, **kwargs):
-        self.config = config = EngineConfig(model=model, **kwargs)  # bad options fail first
-        if config.device == "cpu":
+        # the options over the model's profile on this machine; bad options fail first
+        self.config = config = resolve_config(model, **kwargs)
+        execution, model_config = config.execution_config, config.model_config
+        if execution.device == "cpu":
             set_cpu_threads(config)
         if model is None:  # the offline default: the bundled tiny.en
-            model = config.model = default_model_path()
-        self.model, self.model_path = load_model(model, config.device, config.torch_dtype, config.revision)
-        self.model.compile_encoder(
-            config.encoder_runtime, torch.get_num_threads(), config.encoder_padding == "cached"
-        )
-        if config.encoder_quantization == "fp8":
+            model = model_config.model = default_model_path()
+        where = (execution.device, config.torch_dtype, model_config.revision)
+        self.model, self.model_path = load_model(model, *where)
+        cached_padding = execution.encoder_padding == "cached"
+        self.model.compile_encoder(execution.encoder_runtime, torch.get_num_threads(), cached_padding)
+        if execution.encoder_quantization == "fp8":
             quantize_encoder_fp8(self.model)
-        if config.quantization == "int8" or self._runs_int8_checkpoint():
+        if model_config.quantization == "int8" or self._runs_int8_checkpoint():
             quantize_int8(self.model)
-            config.quantization = "int8"
-        elif packs(config.device, config.torch_dtype, config.quantization):
+            model_config.quantization = "int8"
+        elif packs(execution.device, config.torch_dtype, model_config.quantization):
             pack_decoder(self.model)
-        self.tokenizer = load_tokenizer(
-            config.tokenizer or self.model_path, explicit=config.tokenizer is not None
-        )
+        tokenizer = model_config.tokenizer
+        self.tokenizer = load_tokenizer(tokenizer or self.model_path, explicit=tokenizer is not None)
         m = self.model
         eos = m.config.eos_token_id
         self.eos_token_ids: list[int] = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
@@ -69,20 +72,19 @@ class Engine:
         self.outputs = OutputBuilder(self.tokenizer, self.request_processing)
         # read once: a config lookup costs per sequence per step
         self.max_decoder_len: int = m.max_decoder_len
-
         self.runner = ModelRunner(
             m,
-            config.device,
+            execution.device,
             config.torch_dtype,
-            config.block_size,
-            config.attention_backend,
+            config.cache_config.block_size,
+            execution.attention_backend,
             config.torch_kv_cache_dtype,
-            config.decoder_runtime,
-            config.encoder_stream,
+            execution.decoder_runtime,
+            execution.encoder_stream,
         )
         self._build_kv_cache()
         self.scheduler = Scheduler(config, self.block_manager)
-        self.generator = torch.Generator(device=config.device).manual_seed(config.seed)
+        self.generator = torch.Generator(device=execution.device).manual_seed(model_config.seed)
         self.groups: dict[str, SequenceGroup] = {}
         self.in_flight: LaunchedStep | None = None  # asynchronous scheduling: the step not yet read
         self._request_ids = itertools.count()
@@ -92,17 +94,18 @@ class Engine:
     def _build_kv_cache(self) -> None:
         """Size the KV pools (from memory unless given), allocate them, capture decode graphs."""
         config, m, runner = self.config, self.model, self.runner
+        size, scheduler = config.cache_config.block_size, config.scheduler_config
         on_gpu = runner.device.type == "cuda"
         pools = kv_pool_sizes(config, runner)
         runner.allocate_kv_caches(pools.device_blocks, pools.cpu_blocks)
-        self.block_manager = BlockManager(config.block_size, pools.device_blocks, pools.cpu_blocks)
-        if on_gpu and config.cuda_graphs and runner.backend.is_graph_safe:
+        self.block_manager = BlockManager(size, pools.device_blocks, pools.cpu_blocks)
+        if on_gpu and config.execution_config.cuda_graphs and runner.backend.is_graph_safe:
             runner.capture_decode_graphs(
-                min(config.max_num_seqs, 256),
-                blocks_for(m.max_decoder_len, config.block_size),
-                blocks_for(m.max_encoder_len, config.block_size),
+                min(scheduler.max_num_seqs, 256),
+                blocks_for(m.max_decoder_len, size),
+                blocks_for(m.max_encoder_len, size),
             )
-            runner.capture_encoder_graphs(config.max_num_batched_tokens // m.max_encoder_len)
+            runner.capture_encoder_graphs(scheduler.max_num_batched_tokens // m.max_encoder_len)
         graphed = [what for what, on in (("decode", runner.graphs), ("the encoder", m.encoder_graphs)) if on]
         logger.info(
             "KV cache: %s; attention backend %r%s",
@@ -130,7 +133,7 @@ class Engine:
         self._check_heads(params.cross_attention_heads)
         generator = self.generator
         if params.seed is not None:
-            generator = torch.Generator(device=self.config.device).manual_seed(params.seed)
+            generator = torch.Generator(device=self.config.execution_config.device).manual_seed(params.seed)
         group = SequenceGroup(request_id, inputs, params, generator, arrival=time.monotonic())
         group.processors, group.prompt_logprob_query = request.processors, request.prompt_logprob_query
         if params.use_beam_search:
@@ -153,11 +156,10 @@ class Engine:
             raise ValueError(f"cross_attention_heads {bad} out of range: {layers} layers x {num_heads} heads")
 
     def _check_fits(self, encoder_len: int, decoder_ids: list[int], params: SamplingParams) -> None:
-        if params.num_seqs > self.config.max_num_seqs:
+        max_num_seqs = self.config.scheduler_config.max_num_seqs
+        if params.num_seqs > max_num_seqs:
             what = f"beam_width={params.beam_width}" if params.use_beam_search else f"n={params.n}"
-            raise ValueError(
-                f"{what} is more than max_num_seqs={self.config.max_num_seqs} sequences per step"
-            )
+            raise ValueError(f"{what} is more than max_num_seqs={max_num_seqs} sequences per step")
         bm = self.block_manager
         longest = min(len(decoder_ids) + params.max_tokens, self.model.max_decoder_len)
         need = bm.num_blocks_needed(encoder_len, [longest] * params.num_seqs)
@@ -178,8 +180,8 @@ class Engine:
     def _runs_int8_checkpoint(self) -> bool:
         """An int8 checkpoint (CTranslate2 int8*) runs in the int8 mode where it can: on the CPU
         in float32. Elsewhere (a GPU, or dtype bfloat16) its dequantized weights run."""
-        c = self.config
-        return bool(self.model.int8_weights) and c.device == "cpu" and c.torch_dtype == torch.float32
+        on_cpu = self.config.execution_config.device == "cpu"
+        return bool(self.model.int8_weights) and on_cpu and self.config.torch_dtype == torch.float32
 
     def has_unfinished_requests(self) -> bool:
         return self.scheduler.has_unfinished() or self.in_flight is not None
@@ -187,7 +189,7 @@ class Engine:
     def step(self) -> list[RequestOutput]:
         """Run one step; return the outputs of the requests whose tokens it read (and finished).
 
-        Under asynchronous scheduling (EngineConfig.async_scheduling) the step launched now is
+        Under asynchronous scheduling (SchedulerConfig.async_scheduling) the step launched now is
         read by the next `step()`: its sequences hold PENDING places meanwhile, and its
         sampled tokens are the next step's inputs on the device. A step with beam search or
         an n > 1 request's first token is read at once (the host decides what runs next)."""
@@ -195,15 +197,15 @@ class Engine:
         launched = self.runner.launch(sched, self.block_manager, feed=self.in_flight)
         if not launched.rows and not sched.encodes and self.runner.encoder_stream is not None:
             self.runner.encoder_stream.wait_oldest()  # nothing runs until an encoder finishes: no spinning
-        at_once = not self.config.async_scheduling or any(
+        at_once = not self.config.scheduler_config.async_scheduling or any(
             g.beam is not None or g.needs_fork for g, _ in launched.rows
         )
         previous, self.in_flight = self.in_flight, (None if at_once or not launched.rows else launched)
         if self.in_flight is not None:
             self._hold_places(launched)
-        groups = self._settle(previous) if previous is not None else []
+        groups = self._apply_results(previous) if previous is not None else []
         if self.in_flight is None:
-            groups += self._settle(launched)
+            groups += self._apply_results(launched)
         live = [g for g in groups if self.groups.get(g.request_id) is g]  # not aborted meanwhile
         outputs = [self.outputs.build(g) for g in dict.fromkeys(live + sched.aborted)]
         for out in outputs:
@@ -219,7 +221,7 @@ class Engine:
             if seq.num_output_tokens >= group.params.max_tokens or len(seq.token_ids) >= self.max_decoder_len:
                 seq.capped = True
 
-    def _settle(self, launched) -> list[SequenceGroup]:
+    def _apply_results(self, launched) -> list[SequenceGroup]:
         """Read a launched step's results into its sequences; the groups it touched."""
         results = launched.result()
         seqs_of: dict[SequenceGroup, list] = {}
@@ -248,7 +250,7 @@ class Engine:
                 self._check_stop(group, child, extra.token_id)
             first = samples[0]
             if seq.pending:
-                seq.settle(first.token_id, first.logprob, first.top_logprobs)
+                seq.fill_pending(first.token_id, first.logprob, first.top_logprobs)
             else:
                 seq.append(first.token_id, first.logprob, first.top_logprobs)
             self._check_stop(group, seq, first.token_id)

@@ -4,7 +4,7 @@ On the CPU the decode attention and a model family's logits rules are numba kern
 in a fresh process (numba's own start, then each kernel from its cache) takes 0.3-0.4 s, most
 of it Python under the GIL. Started when the engine is built, the loading overlaps the first
 request's audio reading and encoder (which release the GIL): a cold first transcript is
-0.1-0.2 s sooner (benchmarks/NOTES.md, cold start). Backends and request processings without
+0.1-0.2 s sooner (`python -m benchmarks cold-start`). Backends and request processings without
 such kernels load nothing.
 """
 

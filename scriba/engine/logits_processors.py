@@ -60,7 +60,7 @@ def ban(logits: torch.Tensor, rows: list[int], token_ids: Sequence[int]) -> None
             logits.index_fill_(1, columns, NEG_INF)
         else:
             # a device scalar: a Python float would be copied to the GPU from pageable memory
-            # on each call, a copy the host waits for (benchmarks/find_gpu_syncs.py)
+            # on each call, a copy the host waits for (torch.cuda.set_sync_debug_mode finds them)
             logits[index(rows, dev)[:, None], columns[None, :]] = _neg_inf(dev, logits.dtype)
 
 

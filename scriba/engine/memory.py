@@ -38,20 +38,21 @@ class PoolSizes:
 def kv_pool_sizes(config, runner) -> PoolSizes:
     """The pools' blocks: as configured, else from memory (on a GPU what a profiled largest step
     leaves, on the CPU a fraction of what is free)."""
-    model, size = runner.model, config.block_size
+    model, cache, scheduler = runner.model, config.cache_config, config.scheduler_config
+    size = cache.block_size
     unit = runner.cache_shape.bytes_per_block()
     per_request = blocks_for(model.max_encoder_len, size) + blocks_for(model.max_decoder_len, size)
-    blocks = config.num_kv_blocks
+    blocks = cache.num_kv_blocks
     if runner.device.type != "cuda":
         reuse_freed_memory()
     if blocks is None and runner.device.type == "cuda":
-        limits = (config.gpu_memory_utilization, config.max_num_seqs, config.max_num_batched_tokens)
+        limits = (cache.gpu_memory_utilization, scheduler.max_num_seqs, scheduler.max_num_batched_tokens)
         blocks = gpu_kv_blocks(runner, unit, per_request, *limits)
     elif blocks is None:
-        blocks = cpu_kv_blocks(unit, per_request, config.kv_cache_memory_fraction, config.max_num_seqs)
-    cpu = config.num_cpu_blocks
+        blocks = cpu_kv_blocks(unit, per_request, cache.kv_cache_memory_fraction, scheduler.max_num_seqs)
+    cpu = cache.num_cpu_blocks
     if cpu is None:
-        cpu = min(blocks, int(config.swap_space_gb * 2**30) // unit)
+        cpu = min(blocks, int(cache.swap_space_gb * 2**30) // unit)
     return PoolSizes(blocks, cpu, unit, per_request)
 
 

@@ -213,10 +213,6 @@ class ModelRunner:
         """See cross_attention_weights.py."""
         return cross_attention_weights(self.model, requests, num_positions, heads, self.dtype)
 
-    def execute(self, sched: SchedulerOutputs, blocks: BlockManager) -> StepResult:
-        """Run the step the scheduler planned and read its results back."""
-        return self.launch(sched, blocks).result()
-
     @torch.inference_mode()
     def launch(self, sched: SchedulerOutputs, blocks: BlockManager, feed: LaunchedStep | None = None):
         """Issue the step the scheduler planned: its block moves, then its groups (their running

@@ -107,7 +107,8 @@ class Scheduler:
         give way when blocks run out), then the swapped come back, then the waiting are
         admitted; each phase runs only if the one before left nobody behind."""
         out = SchedulerOutputs()
-        step = StepBudget(self.config.max_num_batched_tokens, self.config.max_num_seqs)
+        limits = self.config.scheduler_config
+        step = StepBudget(limits.max_num_batched_tokens, limits.max_num_seqs)
         if self._decode_running(out, step) and self._swap_in(out, step):
             self._admit_waiting(out, step)
         scheduled = out.prefills + out.decodes + out.held + out.encodes + out.prompts
@@ -187,7 +188,8 @@ class Scheduler:
                 continue
             alone = not (out.decodes or out.prefills or out.encodes or out.prompts)
             num_new = _num_new(group, seqs)
-            apart = self.config.encoder_stream  # the prompt's tokens are counted when it runs
+            # the prompt's tokens are counted when it runs
+            apart = self.config.execution_config.encoder_stream
             cost = group.encoder_len + (0 if apart else sum(lengths))
             if status is AllocStatus.LATER or (not alone and not step.fits(num_new, cost)):
                 break
@@ -215,7 +217,7 @@ class Scheduler:
         seqs = group.seqs_with(SequenceStatus.RUNNING)
         seq_ids = [s.seq_id for s in seqs]
         # A group whose prompt has not run is recomputed: swapped back in, it would decode.
-        swap = self.config.preemption_mode == "swap" and group.encoder_run is None
+        swap = self.config.scheduler_config.preemption_mode == "swap" and group.encoder_run is None
         if swap and bm.can_swap_out(group.request_id, seq_ids):
             out.blocks_to_swap_out += bm.swap_out(group.request_id, seq_ids)
             for seq in seqs:

@@ -26,7 +26,7 @@ class SequenceStatus(enum.Enum):
 
 _seq_ids = itertools.count()
 # A token sampled on the device and not yet read back (asynchronous scheduling): it holds its
-# place (lengths, positions, slots count it) until the step that sampled it is settled.
+# place (lengths, positions, slots count it) until the step that sampled it is read.
 PENDING = -2
 
 
@@ -66,7 +66,7 @@ class Sequence:
         self.token_ids.append(PENDING)
         self.pending += 1
 
-    def settle(self, token_id: int, logprob: float, top: dict[int, Logprob] | None) -> None:
+    def fill_pending(self, token_id: int, logprob: float, top: dict[int, Logprob] | None) -> None:
         """The earliest pending token's value, read back."""
         self.token_ids[len(self.token_ids) - self.pending] = token_id
         self.pending -= 1

@@ -52,13 +52,13 @@ def inference_threads(sys_cpu: str = SYS_CPU, cpu_max: str = CGROUP_CPU_MAX) -> 
 
 
 def set_cpu_threads(config) -> None:
-    """torch's intra-op threads: `config.num_threads`, else one per usable physical core; an
+    """torch's intra-op threads: `num_threads` (ExecutionConfig), else one per usable physical core; an
     explicit OMP_NUM_THREADS is the user's choice and is kept (and written back to the config)."""
     import torch  # here, so the counting above is importable without torch
 
-    if config.num_threads is None and "OMP_NUM_THREADS" in os.environ:
-        config.num_threads = torch.get_num_threads()
+    if config.execution_config.num_threads is None and "OMP_NUM_THREADS" in os.environ:
+        config.execution_config.num_threads = torch.get_num_threads()
         return
-    config.num_threads = config.num_threads or inference_threads()
-    if torch.get_num_threads() != config.num_threads:
-        torch.set_num_threads(config.num_threads)
+    config.execution_config.num_threads = config.execution_config.num_threads or inference_threads()
+    if torch.get_num_threads() != config.execution_config.num_threads:
+        torch.set_num_threads(config.execution_config.num_threads)

@@ -70,7 +70,7 @@ def _arrays(*ts) -> bool:
 # The intrinsics take the arrays themselves, never their addresses: numba keeps an array it
 # passes alive through the call, while an address taken earlier (`a.ctypes.data`) lets it free
 # a temporary array after that line, and a parallel task's next allocation reuses the memory
-# while this code still reads it (session 17's wrong outputs under load).
+# while this code still reads it (wrong outputs under load, seen before this was done so).
 @intrinsic
 def block_scores(typingctx, keys, key_first, query, out, out_first):
     """out[out_first + j] = query . key j for the block's 16 keys, which start at flat element

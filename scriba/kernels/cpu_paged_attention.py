@@ -7,7 +7,7 @@ bound it) and runs 3-5x slower still on a bfloat16 cache. This kernel reads the 
 through the block tables (no gather); a bfloat16 cache halves the bytes (17 contexts of 1,500
 positions, 4 layers in turn on 2 AVX2 cores: 2.64 ms a layer from a float32 cache, 1.52 ms from
 a bfloat16 one, against SDPA's 4.04 ms in float32 and 2.40 ms for a plain read of the float32 K
-and V; benchmarks/bench_decode_attention.py). One task per (sequence, head):
+and V). One task per (sequence, head):
 
     scores[t] = scale * q[r, h] . k[h, slot(r, t)]    for t < length[r]
     out[r, h] = sum_t softmax(scores)[t] * v[h, slot(r, t)]

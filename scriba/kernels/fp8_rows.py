@@ -13,7 +13,7 @@ from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, tl, trito
 
 # Columns a program reads at a time: a whole row of the encoder's widest activations (5,120 wide)
 # in registers spilled to local memory and ran at ~1/4 of the memory's speed (an H200's admission:
-# 144 us a call, more than fp8 saved in the products; benchmarks/NOTES.md session 30). A row is read
+# 144 us a call, more than fp8 saved in the products). A row is read
 # twice in chunks instead: for its largest |value|, then for its codes (the second read from cache).
 CHUNK = 1024
 

@@ -3,8 +3,7 @@ in one Triton kernel, the codes those of `kv8.quantize` bit for bit.
 
 Why one kernel: quantizing in torch first (abs, amax, two divisions, clamp, cast) put a dozen
 small kernels per layer into every decode step's CUDA graph; on an H200 the fp8 step's graph
-took 1.2 ms of host time to launch against the float16 step's 0.66 ms
-(benchmarks/results/gpu_h200_2026-11-26.txt).
+took 1.2 ms of host time to launch against the float16 step's 0.66 ms.
 
 Why the codes are computed with integer operations: they must equal torch's round-to-nearest-even
 conversions, on the GPU and in Triton's interpreter (the CPU tests). The interpreter's float to

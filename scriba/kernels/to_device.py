@@ -2,8 +2,8 @@
 
 `torch.tensor(values, device="cuda")` copies from pageable memory, and PyTorch synchronizes
 the stream after such a copy: the host waits for every step already queued, which undoes
-asynchronous scheduling (`benchmarks/find_gpu_syncs.py` found six such waits in each step
-that admits Whisper windows on an H200). Through pinned memory the copy is queued like a
+asynchronous scheduling (PyTorch's sync debug mode found six such waits in each step that
+admits Whisper windows on an H200). Through pinned memory the copy is queued like a
 kernel; PyTorch's pinned-memory cache keeps the host block until the copy has run.
 """
 

@@ -89,7 +89,7 @@ def equal_length_attention(
     dense SDPA over [sequences, heads, length, head_dim] views, no copy in. With one length the
     dense kernels apply, and on CUDA cuDNN's fused attention comes first: on an H100 it measured
     1.17x and 1.33x PyTorch's flash kernel at Whisper large's shape (20 heads x 1,500 x 64, 1 and
-    10 windows; benchmarks/results/encoder_attention_h100.txt), captured in CUDA graphs alike."""
+    10 windows), captured in CUDA graphs alike."""
     if q.dim() != 3 or k.shape != q.shape or v.shape != q.shape or q.shape[0] % length:
         raise ValueError(
             f"q, k, v must be [sequences * {length}, heads, head_dim] alike, got "

@@ -1,5 +1,5 @@
 """A pre-norm decoder stack's decode steps, and their logits, as numba calls
-(kernels/cpu_decoder_step.py): EngineConfig(decoder_runtime="numba").
+(kernels/cpu_decoder_step.py): EngineConfig.create(decoder_runtime="numba").
 
 `NumbaDecoderStep(model)` gathers the int8 weights of the decoder's layers and of the logits
 (quantize.py's modules' own codes and scales), the layers' stacked by kind; the model runner

@@ -2,7 +2,7 @@
 fp8 tensor cores.
 
 On an H100 an admission's device time is mostly the encoder's matrix products (whisper-large-v3's
-shape, waves of 10 windows: 0.82 s of 1.54; benchmarks/NOTES.md session 23), and e4m3 products run
+shape, waves of 10 windows: 0.82 s of 1.54), and e4m3 products run
 at twice float16's rate there. The encoder's feed-forward layers (FP8_LAYERS) become `Fp8Linear`s:
 weights as e4m3 codes with a scale per output channel, activations quantized on each call with a
 scale per row (computed on the device: no host sync, CUDA graphs capture it; a row's codes do not
@@ -27,7 +27,7 @@ ENCODER_QUANTIZATIONS = ("fp8",)
 # e4m3 product errs by a few percent (3 mantissa bits on both sides); the attention projections and
 # the cross K/V projections err more downstream (base, jfk's window, the cross K/V's relative error:
 # fc1 and fc2 in fp8 4.0%, with qkv_proj too 7.4%, everything 10.3%; WER over dev_speech's 24 short
-# clips 0.0584 in float32, 0.0657 with everything in fp8: benchmarks/NOTES.md session 27).
+# clips 0.0584 in float32, 0.0657 with everything in fp8).
 FP8_LAYERS = ("fc1", "fc2")
 
 

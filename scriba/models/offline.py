@@ -134,3 +134,9 @@ def _write_atomically(target: str, sources: list[str]) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.remove(temporary)
         raise
+
+
+def offered_models() -> list[str | None]:
+    """The Whisper models offered when none are named: the bundled tiny.en (None), and the
+    other offline models that are installed (`base`, with the multilingual extra)."""
+    return [None] + [name for name in installed_offline_models() if name != DEFAULT]

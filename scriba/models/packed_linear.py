@@ -5,8 +5,8 @@ every call; at a decode step's few rows that copy is most of the product. oneDNN
 PyTorch's own mkldnn ops, multiplies by a weight kept in its layout, made once here. Measured on
 the 2-core AVX2 Zen 3 host (torch 2.13, one call, best of 20): [4, 1024] x [1024, 1024] 0.62-0.70
 ms against 0.42-0.47 ms; [16, 1024] x [1024, 4096] 5.1 against 3.5; the logits [4, 1024] x [1024,
-50264] 63 against 30; but small layers lose (its call costs ~0.1 ms more). End to end:
-`benchmarks/bench_packed_decoder.py`. The results differ from sgemm's by the order of summation
+50264] 63 against 30; but small layers lose (its call costs ~0.1 ms more). The results differ
+from sgemm's by the order of summation
 only. The encoder's products (hundreds of rows a call) gain nothing and keep sgemm, and so does
 the cross-attention K/V projection (the encoder's rows, once a request).
 

@@ -31,25 +31,17 @@ _lock = threading.Lock()
 
 
 def engine_fields() -> set[str]:
-    """The EngineConfig settings a caller may pass along (the model is named apart)."""
-    import dataclasses
+    """The EngineConfig options a caller may pass along (the model is named apart)."""
+    from scriba.config import OPTIONS
 
-    from scriba.config import EngineConfig
-
-    return {f.name for f in dataclasses.fields(EngineConfig)} - {"model"}
-
-
-def unknown_option(name: str, known: set[str]) -> TypeError:
-    """A one-line error for a misspelled option, naming the nearest known one."""
-    import difflib
-
-    close = difflib.get_close_matches(name, sorted(known), n=1)
-    return TypeError(f"unknown option {name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return set(OPTIONS) - {"model"}
 
 
 def check_options(config: dict, function) -> None:
-    """Engine settings passed through `function`'s **kwargs must be EngineConfig fields."""
+    """Engine settings passed through `function`'s **kwargs must be EngineConfig options."""
     import inspect
+
+    from scriba.config import unknown_option
 
     fields = engine_fields()
     for name in config:
@@ -58,15 +50,18 @@ def check_options(config: dict, function) -> None:
             raise unknown_option(name, fields | own)
 
 
-def get_loop(model: str | None = None, **config) -> EngineLoop:
+def get_loop(model: str | None = None, **options) -> EngineLoop:
     """The shared engine loop for `model` (None or "tiny.en": the bundled Whisper tiny.en) and
-    these settings."""
+    these options: one loop per configuration they resolve to (config.resolve_config), however the
+    options were spelled."""
+    from scriba.config import resolve_config
+
     model = None if model == DEFAULT else model
-    key = (model, tuple(sorted(config.items())))
+    key = (model, tuple(sorted(resolve_config(model, **options).options().items())))
     with _lock:
         loop = _loops.get(key)
         if loop is None:
-            loop = _loops[key] = EngineLoop(Engine(model, **config))
+            loop = _loops[key] = EngineLoop(Engine(model, **options))
         return loop
 
 

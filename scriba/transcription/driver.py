@@ -163,8 +163,8 @@ class Batched:
         file = self.files[window.file]
         no_speech = self.guards.is_no_speech(result)
         if not file.detecting:
-            return ([], file.settled(window)) if no_speech else self._settle(window, result)
-        ready = file.settled(window) if no_speech else []
+            return ([], file.completed_by(window)) if no_speech else self._place(window, result)
+        ready = file.completed_by(window) if no_speech else []
         if not no_speech:
             file.vote.add(window, result)
         waiting = self.waiting[window.file]
@@ -174,19 +174,19 @@ class Batched:
         follow: list[Window] = []
         for voter, voted in file.vote.entries:
             if voted.language == file.language:
-                more, settled = self._settle(voter, voted)
-                follow, ready = follow + more, ready + settled
+                more, completed = self._place(voter, voted)
+                follow, ready = follow + more, ready + completed
             else:  # decoded in another language: again, in the file's
                 follow.append(replace(voter, language=file.language, attempt=0))
         self.waiting[window.file] = []
         return follow + [replace(w, language=file.language) for w in waiting], sorted(ready, key=_start)
 
-    def _settle(self, window: Window, result: WindowResult) -> tuple[list[Window], list[Segment]]:
+    def _place(self, window: Window, result: WindowResult) -> tuple[list[Window], list[Segment]]:
         """A window in the file's language: its segments; its unfinished tail, if any, is next."""
         file = self.files[window.file]
         new, advance = file.add(window, result, self.decoder)
         tail = tail_window(window.start, window.end, advance)
-        ready = file.settled(window, tail)
+        ready = file.completed_by(window, tail)
         if tail is None:
             return [], ready
         prev = self.guards.next_context(list(window.prev_ids), new, result, self.condition)
@@ -214,7 +214,7 @@ class Sequential:
         new, advance = file.add(window, result, self.decoder)
         file.seek = window.start + max(1, round(advance * SAMPLE_RATE))
         file.context = tuple(self.guards.next_context(list(file.context), new, result, self.condition))
-        return self._next_window(window.file), file.settled(window)  # in order: one window at a time
+        return self._next_window(window.file), file.completed_by(window)  # in order: one window at a time
 
     def _vote(self, window: Window, result: WindowResult) -> tuple[list[Window], list[Segment]]:
         """A window that voted on the language: the next one votes too, until the vote is

@@ -1,5 +1,5 @@
 """One file being transcribed: its speech stream, the segments found so far (handed out in
-order as the windows before them settle), and its language and vote."""
+order as the windows before them complete), and its language and vote."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ class FileTranscription:
         self.segments: list[Segment] = []
         self.seek, self.context = 0, tuple(prompt_ids)  # the sequential driver's
         # Segments are handed out in order: those of a window wait while an earlier window of the
-        # file (or its tail) is still out. `pending`: stream spans not settled yet.
+        # file (or its tail) is still out. `pending`: stream spans not completed yet.
         self.pending: list[tuple[int, int]] = []
         self.held: list[Segment] = []
 
@@ -87,7 +87,7 @@ class FileTranscription:
         self.held += new
         return new, advance
 
-    def settled(self, window: Window, tail: tuple[int, int] | None = None) -> list[Segment]:
+    def completed_by(self, window: Window, tail: tuple[int, int] | None = None) -> list[Segment]:
         """`window` is done (its unfinished `tail` still to come): returns the segments that no
         earlier window can precede any more, in order."""
         if (window.start, window.end) in self.pending:

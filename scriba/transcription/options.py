@@ -123,7 +123,8 @@ class TranscribeOptions:
     def build(cls, options: TranscribeOptions | None = None, **given) -> TranscribeOptions:
         """`options` with `given` changes: its fields, or EngineConfig fields (into `engine`). An
         unknown name is a one-line error naming the nearest known one."""
-        from scriba.runtime.loops import engine_fields, unknown_option
+        from scriba.config import unknown_option
+        from scriba.runtime.loops import engine_fields
 
         own, settings = {f.name for f in dataclasses.fields(cls)} - {"engine"}, engine_fields()
         for name in given:

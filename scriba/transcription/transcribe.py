@@ -15,7 +15,6 @@ import numpy as np
 from scriba.media.load import AudioError, AudioInput, is_audio_pair, load_audio
 from scriba.runtime.loops import get_loop
 from scriba.transcription.driver import Event, SegmentsReady, run
-from scriba.transcription.engine_settings import speech_config
 from scriba.transcription.file import FileTranscription
 from scriba.transcription.options import TranscribeOptions
 from scriba.transcription.progress import Progress, Reporter, reporter
@@ -77,7 +76,7 @@ def begin(
     report = reporter(progress)
     say = report or (lambda p: None)
     say(Progress("loading model"))
-    loop = get_loop(o.model, **speech_config(o.engine))
+    loop = get_loop(o.model, **o.engine)
     language = _check_request_options(loop.engine, o.language, o.task)
     decoder = WindowDecoder(loop, o, report, cancel)
     say(Progress("reading audio"))
@@ -109,7 +108,7 @@ def _check_request_options(engine, language, task) -> str | None:
     """The request options, checked once up front by the engine's own validation; returns the
     language as its code ('German' -> 'de'), as results report it."""
     if not getattr(engine.model, "encodes_audio", False):
-        raise ValueError(f"model {engine.config.model!r} is not a speech model (Whisper)")
+        raise ValueError(f"model {engine.config.model_config.model!r} is not a speech model (Whisper)")
     silence = np.zeros((engine.model.num_mel_bins, engine.model.num_frames))
     engine.prepare({"input_features": silence, "language": language, "task": task})
     return None if language is None else language_code(language, engine.model.tokens)

@@ -27,7 +27,7 @@ class VadOptions:
 
     # A 32 ms frame is speech above this probability. Silero's usual 0.5 dropped quiet speech
     # (a speaker with a cold): dev-set long-form WER 0.111 at 0.5, 0.098 at 0.35, 0.089 at 0.25,
-    # with no text over noise at any of them (benchmarks/bench_longform.py).
+    # with no text over noise at any of them (`python -m benchmarks longform`).
     threshold: float = 0.25
     neg_threshold: float | None = None  # and stays speech until below this (default threshold - 0.15)
     min_speech_duration_ms: int = 250  # shorter chunks are dropped

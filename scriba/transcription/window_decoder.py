@@ -1,6 +1,6 @@
 """Decodes 30 s windows through the shared engine loop: `submit` queues windows into the running
 batch at any time, `results()` yields each finished window with its result. What to do with a
-result (retry it, settle it, queue the next window) is the driver's (driver.py)."""
+result (retry it, place it in its file, queue the next window) is the driver's (driver.py)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ CANCEL_SECONDS = 0.05  # how soon a set `cancel` is seen (a live turn's end inte
 # Windows of one transcription in flight at once on a CPU when its segments are read as they
 # come (driver.WindowQueue): the earlier windows decode ahead, so the text grows as the file
 # goes. It costs throughput: the dev long-form recordings at 58-64x with 8 in flight, 66-67x
-# with 16, 70-71x with all at once (2 cores, AVX-512; benchmarks/bench_stream.py for the
-# first segment). Without a reader, and on a GPU, as many as the engine takes.
+# with 16, 70-71x with all at once (2 cores, AVX-512). Without a reader, and on a GPU, as many as
+# the engine takes.
 CPU_STREAMING_WINDOWS = 8
 
 
@@ -79,7 +79,7 @@ class WindowDecoder:
         self.report = report
         self.cancel = cancel  # a threading.Event: once set, the windows in flight are aborted
         self.inflight: dict[Future, Window] = {}
-        self.windows_in_flight = self.engine.config.max_num_seqs  # streaming() may lower it
+        self.windows_in_flight = self.engine.config.scheduler_config.max_num_seqs  # streaming() may lower it
         self.submitted = self.finished = 0
         self.not_submitted = 0  # windows known but held back (driver.WindowQueue): progress counts them
         self.shown = 0.0
@@ -112,7 +112,7 @@ class WindowDecoder:
 
     def streaming(self) -> None:
         """Its segments are read as they come: on a CPU, fewer windows in flight at once."""
-        if self.engine.config.device == "cpu":
+        if self.engine.config.execution_config.device == "cpu":
             self.windows_in_flight = min(CPU_STREAMING_WINDOWS, self.windows_in_flight)
 
     def submit(self, windows: list[Window]) -> None:

@@ -21,7 +21,7 @@ JOIN_MARGIN = 1.0  # seconds: see SpeechMap.span_to_original
 REGION_GAP = 2.0  # seconds: a cut-out pause this long ends a window (both modes)
 # Batched windows are filled to 25 s, not 30: a window whose speech runs to its last second
 # often ends on an unclosed segment, whose tail is then encoded and decoded again. On the dev
-# long-form recordings: 8 tails at 30 s, 2 at 25 s (benchmarks/profile_longform.py).
+# long-form recordings: 8 tails at 30 s, 2 at 25 s.
 FILL_SAMPLES = 25 * SAMPLE_RATE
 
 

@@ -5,15 +5,15 @@ whisper/silent_window_store.py).
 Whisper pads every window to 30 s, so a 4 s clip spends ~85% of its encoder on padding. The
 padding's states are not a function of the padding alone (attention mixes every position), so
 they cannot simply be skipped (whisper.cpp's audio_ctx drops them: the dev clips' WER 0.073 ->
-0.30-0.55 with tiny.en, benchmarks/measure_audio_ctx.py); here they are replaced by those of a
+0.30-0.55 with tiny.en, docs/decisions.md); here they are replaced by those of a
 silent window: the audio's positions (and 5 s of padding past them) are encoded exactly, their
 attention reading the silent window's keys and values at the other positions, and the decoder's
 cross-attention reads the silent window's states there. Not exact: through `scriba.transcribe`
 2-7 of every 24-70 real English clips change a word or two (WER over the dev clips and the 70 LJ
 Speech clips, 1,603 words: tiny.en 0.0714 -> 0.0734, base 0.0644 -> 0.0639), and segment ends near
 the audio's end move by up to 1.2 s. With 1 s past the audio, windows of 15 s of German and Spanish
-made text past the audio's end (benchmarks/measure_cached_padding.py --clips languages). A short
-clip's encoder is 2-3x cheaper. Opt-in: `EngineConfig(encoder_padding="cached")`; "computed"
+made text past the audio's end. A short
+clip's encoder is 2-3x cheaper. Opt-in: `EngineConfig.create(encoder_padding="cached")`; "computed"
 encodes every position.
 """
 

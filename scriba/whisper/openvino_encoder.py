@@ -170,7 +170,7 @@ def int8_weights(precision: str) -> bool:
 
 def _compile(core, graph, precision: str, num_threads: int, group: int | None = None):
     """`group`: inputs per dynamically quantized activation group of an int8 precision, when not
-    its default (benchmarks/bench_encoder_precision.py --groups)."""
+    its default (to measure another group size)."""
     groups = {"int8": 32, "int8-bf16": INT8_BF16_GROUP}
     settings = {
         "INFERENCE_PRECISION_HINT": "bf16" if precision.endswith("bf16") else "f32",

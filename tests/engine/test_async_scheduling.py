@@ -101,7 +101,7 @@ def test_abort_with_a_token_in_flight_and_streams_never_show_pending(tiny_bart_e
 
 
 def test_async_is_off_on_the_cpu_by_default(tiny_bart):
-    assert Engine(tiny_bart[0], num_kv_blocks=64).config.async_scheduling is False
+    assert Engine(tiny_bart[0], num_kv_blocks=64).config.scheduler_config.async_scheduling is False
 
 
 @pytest.mark.parametrize("mode", ["recompute", "swap"])

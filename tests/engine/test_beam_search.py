@@ -97,7 +97,7 @@ def test_beam_search_matches_transformers(request, model, setting):
     path, hf = request.getfixturevalue(model)
     prompts = random_prompts(7, seed=setting["beam_width"], max_len=120)
     expected = hf_beam(hf, prompts, setting)
-    engine = Engine(path, num_kv_blocks=2000)
+    engine = Engine(path, dtype="float32", num_kv_blocks=2000)
     outputs = engine.generate([{"prompt_token_ids": p} for p in prompts], SamplingParams(**setting))
     assert_beam_parity(outputs, expected, setting)
     if model == "tiny_bart_eos":  # hypotheses end on EOS, at more than one length where several return

@@ -29,7 +29,7 @@ def test_cross_attentions_match_transformers(tiny_whispers, name):
     path, hf = tiny_whispers[name]
     layers, heads = hf.config.decoder_layers, hf.config.decoder_attention_heads
     asked = [(layer, head) for layer in range(layers) for head in range(heads)][::-1]  # any order
-    engine = Engine(path, num_kv_blocks=2000)
+    engine = Engine(path, dtype="float32", num_kv_blocks=2000)
     audio = [synthetic_clip(seconds, seed) for seed, seconds in enumerate([3.0, 12.0, 29.0])]
     params = SamplingParams(max_tokens=12, cross_attention_heads=asked)
     prompts = [{"audio": (a, 16000), "language": "en", "timestamps": True} for a in audio]
@@ -45,13 +45,13 @@ def test_cross_attentions_match_transformers(tiny_whispers, name):
 
 
 def test_cross_attention_heads_are_checked(tiny_whispers, tiny_bart):
-    engine = Engine(tiny_whispers["english"][0], num_kv_blocks=200)
+    engine = Engine(tiny_whispers["english"][0], dtype="float32", num_kv_blocks=200)
     prompt = {"audio": (synthetic_clip(1.0, 0), 16000)}
     with pytest.raises(ValueError, match=r"cross_attention_heads \[\(9, 0\)\] out of range"):
         engine.add_request("a", prompt, SamplingParams(cross_attention_heads=[(9, 0)]))
     with pytest.raises(ValueError, match="must be \\(layer, head\\) pairs"):
         SamplingParams(cross_attention_heads=[(1,)])
     with pytest.raises(ValueError, match="does not return cross_attention_heads"):
-        Engine(tiny_bart[0], num_kv_blocks=200).add_request(
+        Engine(tiny_bart[0], dtype="float32", num_kv_blocks=200).add_request(
             "b", "some text", SamplingParams(cross_attention_heads=[(0, 0)])
         )

@@ -11,7 +11,7 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def test_replayed_buffers_give_the_eager_encoders_states(tiny_whispers):
-    engine = Engine(tiny_whispers["multilingual"][0], device="cpu", num_kv_blocks=300)
+    engine = Engine(tiny_whispers["multilingual"][0], dtype="float32", device="cpu", num_kv_blocks=300)
     assert engine.runner.capture_encoder_graphs(max_windows=3, capture=False)
     model = engine.runner.model
     graphs = model.encoder_graphs
@@ -28,9 +28,9 @@ def test_replayed_buffers_give_the_eager_encoders_states(tiny_whispers):
 
 
 def test_only_fixed_inputs_and_a_graph_safe_attention_get_graphs(tiny_bart, tiny_whispers):
-    bart = Engine(tiny_bart[0], device="cpu", num_kv_blocks=100)
+    bart = Engine(tiny_bart[0], dtype="float32", device="cpu", num_kv_blocks=100)
     assert not bart.runner.capture_encoder_graphs(4, capture=False)  # token ids of any length
-    whisper = Engine(tiny_whispers["english"][0], device="cpu", num_kv_blocks=300)
+    whisper = Engine(tiny_whispers["english"][0], dtype="float32", device="cpu", num_kv_blocks=300)
     assert not whisper.runner.capture_encoder_graphs(4)  # the CPU's reference attention syncs
     assert not whisper.runner.capture_encoder_graphs(0, capture=False)
     assert whisper.runner.model.encoder_graphs is None
@@ -80,13 +80,13 @@ def test_the_step_names_the_length_its_encoder_sequences_share(monkeypatch, tiny
         return packed(cls, q, k, v, meta, scale)
 
     monkeypatch.setattr(backends.TorchBackend, "encoder_attention", classmethod(spy))
-    whisper = Engine(tiny_whispers["english"][0], device="cpu", num_kv_blocks=300)
+    whisper = Engine(tiny_whispers["english"][0], dtype="float32", device="cpu", num_kv_blocks=300)
     clips = [{"audio": (synthetic_clip(s, seed), 16000)} for seed, s in enumerate([2.0, 5.0])]
     whisper.generate(clips, SamplingParams(max_tokens=2))
     windows = whisper.runner.model.max_encoder_len
     assert seen and set(seen) == {(windows, windows)}
     seen.clear()
-    bart = Engine(tiny_bart[0], device="cpu", num_kv_blocks=100)
+    bart = Engine(tiny_bart[0], dtype="float32", device="cpu", num_kv_blocks=100)
     for prompts in ([[0, 5, 6, 7, 2], [0, 8, 9, 2]], [[0, 5, 6, 2], [0, 8, 9, 2]]):  # each one step
         bart.generate([{"prompt_token_ids": p} for p in prompts], SamplingParams(max_tokens=2))
     assert list(dict.fromkeys(seen)) == [(0, 5), (4, 4)]  # per step, each encoder layer alike

@@ -26,8 +26,8 @@ def recording_steps(engine) -> list[tuple[int, int, int]]:
 
 def both(path, prompts, params, **config):
     """(outputs with the encoder in the prefill, outputs with the encoder apart, that engine, its steps)."""
-    expected = Engine(path, **config).generate(prompts, params)
-    engine = Engine(path, encoder_stream=True, **config)
+    expected = Engine(path, dtype="float32", **config).generate(prompts, params)
+    engine = Engine(path, dtype="float32", encoder_stream=True, **config)
     steps = recording_steps(engine)
     return expected, engine.generate(prompts, params), engine, steps
 
@@ -89,10 +89,10 @@ def test_a_group_waits_for_its_encoder_and_its_abort_fences_the_next_step(tiny_b
     path, _ = tiny_bart
     prompts = random_prompts(3, seed=12, max_len=50)
     params = SamplingParams(max_tokens=12, ignore_eos=True)
-    expected = Engine(path, num_kv_blocks=300).generate(
+    expected = Engine(path, dtype="float32", num_kv_blocks=300).generate(
         [{"prompt_token_ids": p} for p in prompts[1:]], params
     )
-    engine = Engine(path, num_kv_blocks=300, encoder_stream=True)
+    engine = Engine(path, dtype="float32", num_kv_blocks=300, encoder_stream=True)
     fences, fence = [], engine.runner.encoder_stream.fence
     engine.runner.encoder_stream.fence = lambda: (fences.append(len(steps)), fence())
     steps = recording_steps(engine)
@@ -161,16 +161,19 @@ def test_needs_a_model_that_writes_its_cross_cache_alone(tiny_bart, monkeypatch)
 
     monkeypatch.delattr(BartForConditionalGeneration, "write_cross_kv")
     with pytest.raises(ValueError, match="encoder_stream=True needs a model"):
-        Engine(tiny_bart[0], num_kv_blocks=64, encoder_stream=True)
+        Engine(tiny_bart[0], dtype="float32", num_kv_blocks=64, encoder_stream=True)
 
 
 def test_on_by_default_on_a_gpu_only(monkeypatch):
-    """EngineConfig(encoder_stream=None) is resolved by the device (config validation only: no GPU
+    """EngineConfig.create(encoder_stream=None) is resolved by the device (config validation only: no GPU
     is needed to check the GPU's default); an explicit choice stands either way."""
     from scriba import config
 
-    assert config.EngineConfig(device="cpu").encoder_stream is False
-    assert config.EngineConfig(device="cpu", encoder_stream=True).encoder_stream is True
-    monkeypatch.setattr(config, "_cuda_available", lambda: True)
-    assert config.EngineConfig(device="cuda").encoder_stream is True
-    assert config.EngineConfig(device="cuda", encoder_stream=False).encoder_stream is False
+    def stream(**options) -> bool:
+        return config.EngineConfig.create(**options).execution_config.encoder_stream
+
+    assert stream(device="cpu") is False
+    assert stream(device="cpu", encoder_stream=True) is True
+    monkeypatch.setattr(config, "cuda_available", lambda: True)
+    assert stream(device="cuda") is True
+    assert stream(device="cuda", encoder_stream=False) is False

@@ -59,7 +59,9 @@ def test_whisper_triton_path_matches_torch_path(tiny_whispers):
     ]
     params = SamplingParams(max_tokens=3)  # the prompt's step, then decode steps (each ~5 s interpreted)
     expected = token_ids(
-        Engine(path, device="cpu", attention_backend="torch", num_kv_blocks=600).generate(prompts, params)
+        Engine(path, dtype="float32", device="cpu", attention_backend="torch", num_kv_blocks=600).generate(
+            prompts, params
+        )
     )
     engine = Engine(path, device=DEVICE, dtype="float32", attention_backend=BACKEND, num_kv_blocks=600)
     if DEVICE == "cpu":
@@ -72,7 +74,7 @@ def test_whisper_triton_path_matches_torch_path(tiny_whispers):
 @pytest.mark.parametrize("model", ["bart", "whisper"])
 def test_profile_step_runs_and_leaves_the_cache_alone(tiny_bart, tiny_whispers, model):
     path = tiny_bart[0] if model == "bart" else tiny_whispers["english"][0]
-    engine = Engine(path, device="cpu", num_kv_blocks=300)
+    engine = Engine(path, dtype="float32", device="cpu", num_kv_blocks=300)
     prompt = (
         {"prompt_token_ids": [5, 6, 7]} if model == "bart" else {"audio": (synthetic_clip(3.0, 1), 16000)}
     )

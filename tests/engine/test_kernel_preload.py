@@ -18,7 +18,8 @@ from scriba.kernels import cpu_paged_attention as attention
 from scriba.kernels import cpu_vnni as products
 from scriba.whisper import timestamp_rules_cpu as rules
 
-engine = Engine(kv_cache_dtype=sys.argv[1], quantization=sys.argv[2] or None)
+exact = {} if sys.argv[2] else {"dtype": "float32"}  # no quantization asked: the exact mode
+engine = Engine(kv_cache_dtype=sys.argv[1], quantization=sys.argv[2] or None, **exact)
 for t in threading.enumerate():
     if t.name == "scriba-kernel-preload":
         t.join()

@@ -54,9 +54,10 @@ def test_real_speech_keeps_its_words(kv):
 
 
 def test_8bit_caches_are_cache_dtypes_everywhere():
-    assert EngineConfig(device="cpu", kv_cache_dtype="fp8").torch_kv_cache_dtype.itemsize == 1
-    assert EngineConfig(device="cpu", kv_cache_dtype="int8").torch_kv_cache_dtype.is_signed
-    assert EngineConfig(device="cpu", quantization="int8", kv_cache_dtype="fp8").kv_cache_dtype == "fp8"
+    assert EngineConfig.create(device="cpu", kv_cache_dtype="fp8").torch_kv_cache_dtype.itemsize == 1
+    assert EngineConfig.create(device="cpu", kv_cache_dtype="int8").torch_kv_cache_dtype.is_signed
+    asked = EngineConfig.create(device="cpu", quantization="int8", kv_cache_dtype="fp8")
+    assert asked.cache_config.kv_cache_dtype == "fp8"
     for removed in ("int4", "int2"):
         with pytest.raises(ValueError, match="kv_cache_dtype must be one of"):
-            EngineConfig(device="cpu", kv_cache_dtype=removed)
+            EngineConfig.create(device="cpu", kv_cache_dtype=removed)

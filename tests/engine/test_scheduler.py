@@ -15,7 +15,7 @@ BLOCK = 4
 
 
 def make(num_blocks=64, cpu_blocks=64, **kwargs):
-    config = EngineConfig(model="fake", device="cpu", block_size=BLOCK, **kwargs)
+    config = EngineConfig.create(model="fake", device="cpu", block_size=BLOCK, **kwargs)
     bm = BlockManager(BLOCK, num_blocks, cpu_blocks, watermark=0.0)
     return Scheduler(config, bm), bm
 

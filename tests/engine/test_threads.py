@@ -52,13 +52,15 @@ def test_engine_sets_torch_threads(tiny_bart, monkeypatch):
     before = torch.get_num_threads()
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     try:
-        assert Engine(path, device="cpu", num_threads=1, num_kv_blocks=50).config.num_threads == 1
+        engine = Engine(path, device="cpu", num_threads=1, num_kv_blocks=50)
+        assert engine.config.execution_config.num_threads == 1
         assert torch.get_num_threads() == 1
         engine = Engine(path, device="cpu", num_kv_blocks=50)
-        assert engine.config.num_threads == inference_threads() == torch.get_num_threads()
+        assert engine.config.execution_config.num_threads == inference_threads() == torch.get_num_threads()
         monkeypatch.setenv("OMP_NUM_THREADS", "1")
         torch.set_num_threads(1)
-        assert Engine(path, device="cpu", num_kv_blocks=50).config.num_threads == 1  # the user's choice
+        engine = Engine(path, device="cpu", num_kv_blocks=50)
+        assert engine.config.execution_config.num_threads == 1  # the user's choice
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
@@ -67,4 +69,4 @@ def test_engine_sets_torch_threads(tiny_bart, monkeypatch):
 @pytest.mark.parametrize("value", [0, -2, 1.5])
 def test_bad_thread_counts_are_refused(value):
     with pytest.raises(ValueError, match="num_threads must be a positive integer"):
-        EngineConfig(device="cpu", num_threads=value)
+        EngineConfig.create(device="cpu", num_threads=value)

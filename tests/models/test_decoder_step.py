@@ -17,7 +17,6 @@ from scriba import Engine, SamplingParams
 from scriba.config import EngineConfig
 from scriba.models import decoder_step, quantize
 from scriba.models.decoder_step import MAX_ROWS, int8_linear
-from scriba.transcription.engine_settings import speech_config
 
 PARAMS = SamplingParams(max_tokens=24, ignore_eos=True, logprobs=1)
 LOGPROB_TOLERANCE = 1e-3  # float32 summation order only; measured ~1e-5
@@ -144,19 +143,22 @@ def test_what_it_runs_and_what_it_refuses(tiny_whispers, tiny_bart):
     assert (
         Engine(whisper, device="cpu", quantization="int8", decoder_runtime="torch").runner.decode_step is None
     )
-    assert Engine(whisper, device="cpu").runner.decode_step is None  # float32: the exact mode stays torch's
+    exact = Engine(whisper, device="cpu", dtype="float32")
+    assert exact.runner.decode_step is None  # float32: the exact mode stays torch's
     assert Engine(tiny_bart[0], device="cpu", quantization="int8").runner.decode_step is None
     refused = {
         "not a pre-norm stack": (tiny_bart[0], dict(quantization="int8")),
-        "quantization='int8'": (whisper, {}),
+        "quantization='int8'": (whisper, dict(dtype="float32")),  # the exact mode: no int8
         "float8_e4m3fn": (whisper, dict(quantization="int8", kv_cache_dtype="fp8")),
-        "numba attention backend": (whisper, dict(quantization="int8", attention_backend="torch")),
+        "numba attention backend": (
+            whisper, dict(quantization="int8", attention_backend="torch", kv_cache_dtype="auto")
+        ),
     }
     for why, (path, settings) in refused.items():
         with pytest.raises(ValueError, match=why):
             Engine(path, device="cpu", decoder_runtime="numba", **settings)
     with pytest.raises(ValueError, match="decoder_runtime must be one of"):
-        EngineConfig(device="cpu", decoder_runtime="openvino")
+        EngineConfig.create(device="cpu", decoder_runtime="openvino")
 
 
 def test_stacked_codes_are_the_layers_own(tiny_whispers, monkeypatch):
@@ -173,7 +175,7 @@ def test_stacked_codes_are_the_layers_own(tiny_whispers, monkeypatch):
 
 
 def test_real_speech_keeps_its_words():
-    engine = Engine(**speech_config({}))
+    engine = Engine()
     assert engine.runner.decode_step is not None  # the CPU default runs it
     numba = scriba.transcribe(JFK, word_timestamps=True)
     modules = scriba.transcribe(JFK, word_timestamps=True, decoder_runtime="torch")

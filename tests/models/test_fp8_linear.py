@@ -68,7 +68,7 @@ def test_a_build_whose_row_wise_products_write_bfloat16_only(monkeypatch):
 
 def test_the_encoder_s_feed_forward_layers_only(tiny_whispers):
     path, _ = tiny_whispers["multilingual"]
-    engine = Engine(path, num_kv_blocks=200, encoder_quantization="fp8")
+    engine = Engine(path, dtype="float32", num_kv_blocks=200, encoder_quantization="fp8")
     kinds = {
         n: type(m).__name__ for n, m in engine.model.named_modules() if isinstance(m, (nn.Linear, Fp8Linear))
     }
@@ -84,8 +84,9 @@ def test_the_engine_decodes_close_to_the_float_encoder(tiny_whispers):
         {"audio": (synthetic_clip(s, seed), 16000), "language": "en"} for seed, s in enumerate([3.0, 12.0])
     ]
     params = SamplingParams(max_tokens=3, logprobs=0)
-    exact = Engine(path, num_kv_blocks=400).generate(prompts, params)
-    fp8 = Engine(path, num_kv_blocks=400, encoder_quantization="fp8").generate(prompts, params)
+    exact = Engine(path, dtype="float32", num_kv_blocks=400).generate(prompts, params)
+    fp8 = Engine(path, dtype="float32", num_kv_blocks=400, encoder_quantization="fp8")
+    fp8 = fp8.generate(prompts, params)
     for a, b in zip(exact, fp8):
         assert a.outputs[0].token_ids[:2] == b.outputs[0].token_ids[:2]
         first = [

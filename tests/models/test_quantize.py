@@ -136,7 +136,7 @@ def test_reduced_precision_tiny_en_transcribes_jfk(mode):
 )
 def test_bad_quantization_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
-        EngineConfig(device="cpu", **options)
+        EngineConfig.create(device="cpu", **options)
 
 
 def test_a_process_may_exit_while_int8_weights_pack():
@@ -147,8 +147,7 @@ def test_a_process_may_exit_while_int8_weights_pack():
 
     script = (
         "from scriba.runtime.loops import get_loop\n"
-        "from scriba.transcription.engine_settings import speech_config\n"
-        "get_loop(None, **speech_config({}))\n"
+        "get_loop(None)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-500:]

@@ -14,7 +14,7 @@ from scriba.runtime.engine_loop import EngineBusy, EngineLoop
 
 @pytest.fixture
 def loop(tiny_whispers):
-    loop = EngineLoop(Engine(tiny_whispers["english"][0], num_kv_blocks=600))
+    loop = EngineLoop(Engine(tiny_whispers["english"][0], dtype="float32", num_kv_blocks=600))
     yield loop
     loop.close()
 
@@ -77,7 +77,7 @@ def test_cancelled_requests_free_their_blocks_at_once(loop, monkeypatch):
 
 
 def test_a_full_loop_says_so(tiny_whispers):
-    loop = EngineLoop(Engine(tiny_whispers["english"][0], num_kv_blocks=600), max_pending=2)
+    loop = EngineLoop(Engine(tiny_whispers["english"][0], dtype="float32", num_kv_blocks=600), max_pending=2)
     long = SamplingParams(max_tokens=50)
     futures = loop.submit(clips(2), [long] * 2)
     with pytest.raises(EngineBusy, match="2 requests pending"):
@@ -110,7 +110,7 @@ def test_a_short_request_is_not_stuck_behind_a_long_files_windows(loop):
 def test_a_closed_loop_answers_every_caller(tiny_whispers):
     from scriba.runtime.engine_loop import EngineClosed
 
-    loop = EngineLoop(Engine(tiny_whispers["english"][0], num_kv_blocks=600))
+    loop = EngineLoop(Engine(tiny_whispers["english"][0], dtype="float32", num_kv_blocks=600))
     waiting = loop.submit(clips(3), [SamplingParams(max_tokens=200, min_tokens=200)] * 3)
     loop.close()
     assert all(isinstance(f.exception(timeout=5), EngineClosed) for f in waiting)  # none hangs

@@ -13,7 +13,7 @@ from scriba.runtime.loops import EngineLoop
 
 @pytest.fixture(scope="module")
 def loop(tiny_whispers):
-    return EngineLoop(Engine(tiny_whispers["english"][0], num_kv_blocks=512))
+    return EngineLoop(Engine(tiny_whispers["english"][0], dtype="float32", num_kv_blocks=512))
 
 
 def test_step_loop_never_decodes_audio(loop, monkeypatch, tmp_path):

@@ -10,7 +10,6 @@ import pytest
 import scriba
 from scriba.media.load import load_audio
 from scriba.runtime.loops import get_loop
-from scriba.transcription.engine_settings import speech_config
 
 JFK = paths.JFK
 
@@ -62,7 +61,7 @@ def test_a_multilingual_model_knows_the_language_before_any_segment(tiny_whisper
 
 
 def test_a_closed_stream_cancels_its_windows(long_audio):
-    loop = get_loop(None, **speech_config({}))
+    loop = get_loop(None)
     # sequential: when a window's segments come out, the next window is already submitted
     segments, _ = scriba.transcribe_stream(long_audio, mode="sequential")
     first = next(segments)

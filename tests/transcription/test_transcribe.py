@@ -247,10 +247,9 @@ def test_sixteen_threads_share_engine_steps(jfk, decoder_runtime):
     from oracle import words
 
     from scriba.runtime.loops import get_loop
-    from scriba.transcription.engine_settings import speech_config
 
     options = {} if decoder_runtime == "auto" else {"decoder_runtime": decoder_runtime}
-    loop = get_loop(None, **speech_config(options))  # the engine transcribe() uses with them
+    loop = get_loop(None, **options)  # the engine transcribe() uses with them
     loop.max_batch_size = 0
     clips = [(jfk[: 16000 * (6 + i % 5)], 16000) for i in range(16)]  # 6-10 s: different endings
     with ThreadPoolExecutor(16) as pool:

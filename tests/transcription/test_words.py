@@ -34,7 +34,7 @@ def test_dtw_and_median_filter_match_transformers(shape):
 def test_token_times_match_transformers_on_tiny_random_configs(tiny_whispers, name):
     path, hf = tiny_whispers[name]
     heads = [[1, 0], [1, 2], [0, 3]]
-    engine = Engine(path, num_kv_blocks=2000)
+    engine = Engine(path, dtype="float32", num_kv_blocks=2000)
     kwargs = {"language": "en"} if name == "multilingual" else {}
     for seed, seconds in enumerate([4.0, 13.0, 29.0]):
         audio = synthetic_clip(seconds, seed)

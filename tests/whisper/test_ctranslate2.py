@@ -89,7 +89,7 @@ def test_int8_model_runs_its_own_integers_and_transcribes_jfk(tmp_path, float_ty
     dequantized = variables[fc1].float() / variables[fc1 + "_scale"][:, None]
     assert torch.equal(state_dict["model.encoder.layers.0.fc1.weight"], dequantized)
     engine = Engine(str(tmp_path))
-    assert engine.config.quantization == "int8"  # the checkpoint's own mode, unasked
+    assert engine.config.model_config.quantization == "int8"  # the checkpoint's own mode, unasked
     layer = engine.model.model.decoder.layers[1]
     for module, name in [
         (layer.self_attn.qkv_proj, "decoder/layer_1/self_attention/linear_0"),  # fused q, k, v
@@ -120,7 +120,7 @@ def test_int8_model_runs_dequantized_where_int8_cannot(tmp_path):
     """bfloat16 (or a GPU) has no int8 mode: the weights run as int8 / scale in that dtype."""
     variables = write_int8_folder(tmp_path, torch.float32)
     engine = Engine(str(tmp_path), dtype="bfloat16")
-    assert engine.config.quantization is None
+    assert engine.config.model_config.quantization is None
     fc1 = engine.model.model.encoder.layers[0].fc1
     assert type(fc1) is torch.nn.Linear and fc1.weight.dtype == torch.bfloat16
     name = "encoder/layer_0/ffn/linear_0/weight"

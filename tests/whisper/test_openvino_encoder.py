@@ -7,10 +7,9 @@ import pytest
 import torch
 
 from scriba import Engine
-from scriba.config import EngineConfig
+from scriba.config import EngineConfig, resolve_config
 from scriba.media.load import load_audio
 from scriba.models.registry import load_model
-from scriba.transcription.engine_settings import speech_config
 from scriba.whisper.encoder_graph import build_encoder_graph
 from scriba.whisper.openvino_encoder import (
     INT8_BF16_GROUP,
@@ -92,13 +91,13 @@ def test_the_engine_transcribes_jfk_with_it():
 
 def test_settings_are_checked_once(tiny_bart):
     with pytest.raises(ValueError, match="encoder_runtime must be one of"):
-        EngineConfig(encoder_runtime="onnx")
+        EngineConfig.create(encoder_runtime="onnx")
     with pytest.raises(ValueError, match="runs on the CPU with dtype float32"):
-        EngineConfig(encoder_runtime="openvino", dtype="bfloat16")
+        EngineConfig.create(encoder_runtime="openvino", dtype="bfloat16")
     with pytest.raises(ValueError, match="encoder_padding must be one of"):
-        EngineConfig(encoder_runtime="openvino", encoder_padding="skipped")
+        EngineConfig.create(encoder_runtime="openvino", encoder_padding="skipped")
     with pytest.raises(ValueError, match="needs encoder_runtime='openvino'"):
-        EngineConfig(encoder_padding="cached")
+        EngineConfig.create(encoder_padding="cached")
     with pytest.raises(ValueError, match="runs its encoder in torch only"):
         Engine(tiny_bart[0], encoder_runtime="openvino")  # BART's encoder reads token ids
     with pytest.raises(ValueError, match="precision must be one of"):
@@ -111,20 +110,27 @@ def default_folder() -> str:
     return default_model_path()
 
 
-def test_transcription_on_the_cpu_runs_the_encoder_in_openvino_with_int8():
-    assert speech_config({"device": "cpu"}) == {
-        "device": "cpu",
-        "quantization": "int8",
-        "encoder_runtime": "openvino",
-        "kv_cache_dtype": "float16",
-    }
-    cached = {"device": "cpu", "encoder_padding": "cached"}  # asked for: passed on
-    assert speech_config(cached)["encoder_padding"] == "cached"
-    assert speech_config({"device": "cpu", "kv_cache_dtype": "auto"})["kv_cache_dtype"] == "auto"
-    assert speech_config({"device": "cpu", "quantization": "int8"})["encoder_runtime"] == "openvino"
-    assert "encoder_runtime" not in speech_config({"device": "cpu", "dtype": "float32"})  # the exact mode
-    asked = {"device": "cpu", "encoder_runtime": "torch"}
-    assert speech_config(asked) == {**asked, "quantization": "int8", "kv_cache_dtype": "float16"}
+def test_speech_on_the_cpu_runs_the_encoder_in_openvino_with_int8():
+    """The CPU speech profile (models/profiles.py), what every surface resolves for a Whisper model
+    on a CPU: int8, the OpenVINO encoder, a float16 KV cache; what is asked for stays; float32 is
+    the exact mode, with none of them."""
+
+    def resolved(**options) -> dict:
+        settings = resolve_config(None, device="cpu", **options).options()
+        return {k: settings[k] for k in ("quantization", "encoder_runtime", "kv_cache_dtype", "dtype")}
+
+    assert resolved() == dict(
+        quantization="int8", encoder_runtime="openvino", kv_cache_dtype="float16", dtype="float32"
+    )
+    padding = resolve_config(None, device="cpu", encoder_padding="cached").execution_config.encoder_padding
+    assert padding == "cached"
+    assert resolved(kv_cache_dtype="auto")["kv_cache_dtype"] == "auto"  # asked for: kept
+    assert resolved(quantization="int8")["encoder_runtime"] == "openvino"
+    exact = dict(quantization=None, encoder_runtime="torch", kv_cache_dtype="auto", dtype="float32")
+    assert resolved(dtype="float32") == exact
+    assert resolved(encoder_runtime="torch") == dict(
+        quantization="int8", encoder_runtime="torch", kv_cache_dtype="float16", dtype="float32"
+    )
 
 
 def test_the_command_line_passes_the_runtime_on():

@@ -123,10 +123,11 @@ def test_same_tokens_as_transformers(hf_base, prefix, language, task):
     )
     detected = 2 if language is None else 0  # <|lang|> <|task|> are generated, not prompted
     prompt = {"audio": (audio, 16000), "language": language, "task": task, "timestamps": True}
-    out = get_engine("base").generate(prompt, SamplingParams(max_tokens=120 + detected))[0]
+    out = get_engine("base", dtype="float32").generate(prompt, SamplingParams(max_tokens=120 + detected))[0]
     assert out.prompt_token_ids + out.outputs[0].token_ids == expected
     assert out.annotations.language == clip(prefix)["language"]
-    assert any(t >= get_engine("base").model.tokens.timestamp_begin for t in out.outputs[0].token_ids)
+    begin = get_engine("base", dtype="float32").model.tokens.timestamp_begin
+    assert any(t >= begin for t in out.outputs[0].token_ids)
 
 
 def test_word_timestamps_on_german():
@@ -151,8 +152,9 @@ def test_token_times_match_transformers_on_german():
     alignment heads within one timestamp step of transformers' return_token_timestamps."""
     hf = transformers_whisper("base")
     audio = load_audio(clip("de_")["path"])[: 30 * 16000]
-    heads = [tuple(h) for h in get_engine("base").model.alignment_heads]
+    heads = [tuple(h) for h in get_engine("base", dtype="float32").model.alignment_heads]
     expected_seq, expected = hf_token_times(hf, audio, [list(h) for h in heads], max_new=100, language="de")
-    seq, prompt_len, times = scriba_token_times(get_engine("base"), audio, heads, max_new=100, language="de")
+    exact = get_engine("base", dtype="float32")
+    seq, prompt_len, times = scriba_token_times(exact, audio, heads, max_new=100, language="de")
     assert seq == expected_seq
     np.testing.assert_allclose(times, expected[prompt_len:], atol=0.02 + 1e-6)

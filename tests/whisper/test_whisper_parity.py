@@ -52,7 +52,7 @@ def test_greedy_tokens_match_transformers(tiny_whispers, name, language, task, t
     expected = hf_generate(
         hf, log_mel(audio, hf.config.num_mel_bins), language, task, timestamps, multilingual
     )
-    engine = Engine(path, num_kv_blocks=2000)
+    engine = Engine(path, dtype="float32", num_kv_blocks=2000)
     prompts = [
         {"audio": (clip, 16000), "language": language, "task": task, "timestamps": timestamps}
         for clip in audio
@@ -69,7 +69,7 @@ def test_greedy_tokens_match_transformers(tiny_whispers, name, language, task, t
 
 def test_language_detection_reports_language_and_probability(tiny_whispers):
     path, hf = tiny_whispers["multilingual"]
-    engine = Engine(path, num_kv_blocks=2000)
+    engine = Engine(path, dtype="float32", num_kv_blocks=2000)
     audio = clips()
     feats = torch.tensor(log_mel(audio, 80))
     lang_ids = hf.detect_language(input_features=feats).tolist()
@@ -109,7 +109,7 @@ def test_previous_text_prompt_matches_transformers_prompt_ids(tiny_whispers, tim
     from tiny_whisper import START_OF_PREV
 
     path, hf = tiny_whispers["multilingual"]
-    engine = Engine(path, num_kv_blocks=2000)
+    engine = Engine(path, dtype="float32", num_kv_blocks=2000)
     audio = clips()[:3]
     prev = engine.tokenizer(" hello there", add_special_tokens=False)["input_ids"]
     out = hf.generate(
@@ -142,9 +142,9 @@ def test_preemption_keeps_whisper_tokens(tiny_whispers, mode):
     path, _ = tiny_whispers["multilingual"]
     prompts = [{"audio": (c, 16000), "timestamps": True} for c in clips()]
     params = SamplingParams(max_tokens=100, ignore_eos=True)
-    roomy = Engine(path, num_kv_blocks=2000).generate(prompts, params)
+    roomy = Engine(path, dtype="float32", num_kv_blocks=2000).generate(prompts, params)
     # 94 cross blocks per request and up to 7 self blocks: two fit at first, not at the end.
-    tight = Engine(path, num_kv_blocks=196, num_cpu_blocks=1000, preemption_mode=mode)
+    tight = Engine(path, dtype="float32", num_kv_blocks=196, num_cpu_blocks=1000, preemption_mode=mode)
     outputs = tight.generate(prompts, params)
     sched = tight.scheduler
     assert (sched.num_swapped_out if mode == "swap" else sched.num_recomputed) > 0
@@ -198,7 +198,7 @@ def test_beam_search_matches_transformers(
         num_return_sequences=returns,
         no_repeat_ngram_size=ngram,
     )
-    engine = Engine(path, num_kv_blocks=3000)
+    engine = Engine(path, dtype="float32", num_kv_blocks=3000)
     outputs = engine.generate(
         [{"audio": (c, 16000), "language": language, "task": task, "timestamps": timestamps} for c in audio],
         params,

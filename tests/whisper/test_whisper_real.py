@@ -21,7 +21,7 @@ def hf_tiny_en():
 
 @pytest.fixture(scope="module")
 def engine():
-    return Engine()  # no model: the bundled tiny.en
+    return Engine(dtype="float32")  # no model: the bundled tiny.en, in the exact mode
 
 
 @pytest.mark.parametrize("timestamps", [False, True])

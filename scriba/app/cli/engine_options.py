@@ -1,73 +1,46 @@
-"""The options every command that runs a model takes: where and how the model runs."""
+"""The engine options every command that runs a model takes: EngineConfig's options as flags. Every
+flag defaults to None, "not asked for": config.resolve_config fills what is not given from the
+model's profile on this machine and EngineConfig's own defaults, so no default is written here."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
-DTYPES = ["auto", "float32", "float16", "bfloat16"]
-QUANT_HELP = (
-    "int8: int8 weights and activations in the Linear layers (CPU only; transcription's default "
-    "there unless --dtype is given; docs/performance.md: CPU modes)"
-)
+from scriba.config import CHOICES, GROUPS, OPTIONS
+
+# option -> (flag, what it means); the values come from config.CHOICES
+FLAGS = {
+    "device": ("--device", "where the model runs: auto (a GPU if present), cpu or cuda[:N]"),
+    "dtype": ("--dtype", "compute dtype (float32: the exact mode, token for token transformers')"),
+    "quantization": ("--quantization", "int8 weights and activations in the Linear layers (CPU)"),
+    "kv_cache_dtype": ("--kv-cache-dtype", "the KV cache's dtype (fp8, int8: a scale per cached vector)"),
+    "encoder_runtime": ("--encoder-runtime", "what runs an audio model's encoder on the CPU"),
+    "encoder_padding": ("--encoder-padding", "cached: a short clip's padding from a silent window"),
+    "decoder_runtime": ("--decoder-runtime", "what runs the decoder's steps of a few rows on the CPU"),
+    "num_threads": ("--threads", "CPU threads (default: one per physical core)"),
+}
+PROFILED = ("quantization", "kv_cache_dtype", "encoder_runtime")  # models/profiles.py sets them
+
+
+def default_of(option: str):
+    """EngineConfig's own default for an option."""
+    group = GROUPS[OPTIONS[option]]
+    return next(f.default for f in dataclasses.fields(group) if f.name == option)
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
-    """Where and how the model runs: the same options on every command that runs one."""
-    parser.add_argument("--device", default="auto", help="auto (a GPU if present), cpu or cuda[:N]")
-    parser.add_argument(
-        "--dtype",
-        default="auto",
-        choices=DTYPES,
-        help="compute dtype (auto: float16 on a GPU; on the CPU float32, and int8 Linear layers "
-        "for transcription; float32: the exact mode)",
-    )
-    parser.add_argument("--quantization", default=None, choices=["int8"], help=QUANT_HELP)
-    parser.add_argument(
-        "--kv-cache-dtype",
-        default="auto",
-        choices=[*DTYPES, "fp8", "int8"],
-        help="KV cache dtype (auto: the compute dtype; float16 or bfloat16 on the CPU: faster "
-        "decoding, a few words' cost; fp8 or int8: 8-bit codes with a scale per cached vector)",
-    )
-    parser.add_argument(
-        "--encoder-runtime",
-        default=None,
-        choices=["torch", "openvino"],
-        help="what runs an audio model's encoder on the CPU (default for transcription in int8: "
-        "openvino, bfloat16 where the CPU has it; torch: PyTorch's int8 layers)",
-    )
-    parser.add_argument(
-        "--encoder-padding",
-        default=None,
-        choices=["computed", "cached"],
-        help="a window's padding past its audio (computed, the default: every position encoded; "
-        "cached, with the openvino encoder: taken from a silent window's states, a short clip's "
-        "encoder 2-3x cheaper, a few words changed: docs/performance.md)",
-    )
-    parser.add_argument(
-        "--decoder-runtime",
-        default=None,
-        choices=["auto", "torch", "numba"],
-        help="what runs the decoder's steps of a few rows on the CPU (auto: numba with int8 "
-        "weights, one call a step over the int8 codes and the paged cache; torch: the modules)",
-    )
-    parser.add_argument(
-        "--threads", type=int, default=None, help="CPU threads (default: one per physical core)"
-    )
+    """Where and how the model runs: the same flags on every command that runs one."""
+    group = parser.add_argument_group("engine (EngineConfig; docs/engine.md)")
+    for option, (flag, meaning) in FLAGS.items():
+        default = "the model's profile" if option in PROFILED else default_of(option)
+        kind = int if option == "num_threads" else str
+        shown = "" if option == "num_threads" else f" (default: {default})"
+        group.add_argument(
+            flag, dest=option, default=None, type=kind, choices=CHOICES.get(option), help=meaning + shown
+        )
 
 
 def engine_options(args: argparse.Namespace) -> dict:
-    kv = {} if args.kv_cache_dtype == "auto" else {"kv_cache_dtype": args.kv_cache_dtype}
-    if args.encoder_runtime:
-        kv["encoder_runtime"] = args.encoder_runtime
-    if args.encoder_padding:
-        kv["encoder_padding"] = args.encoder_padding
-    if args.decoder_runtime:
-        kv["decoder_runtime"] = args.decoder_runtime
-    return {
-        "device": args.device,
-        "dtype": args.dtype,
-        "quantization": args.quantization,
-        "num_threads": args.threads,
-        **kv,
-    }
+    """The engine options given on the command line (those not given are left to the profile)."""
+    return {option: value for option in FLAGS if (value := getattr(args, option)) is not None}

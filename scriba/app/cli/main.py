@@ -145,7 +145,7 @@ def run_serve(args: argparse.Namespace) -> int:
             f"scriba serve needs the server extra ({e.name} is missing): pip install 'scriba[server]'"
         ) from None
 
-    config = {k: v for k, v in engine_options(args).items() if v not in (None, "auto")}
+    config = engine_options(args)
     allow = [m.strip() for m in args.allow_models.split(",") if m.strip()]
     if args.ray:
         return run_serve_on_ray(args, config, allow)
@@ -283,7 +283,11 @@ def _transcript_or_text(text: str):
 
 
 def run_ui(args: argparse.Namespace) -> int:
-    from scriba.app.ui import launch
+    try:
+        from scriba.app.ui import launch
+    except ImportError as e:
+        missing = f"scriba ui needs the ui extra ({e.name} is missing)"
+        raise ImportError(f"{missing}: pip install 'scriba[ui]'") from None
 
     launch(
         host=args.host,

@@ -1,120 +1,98 @@
 """The transcription flags `scriba transcribe` and `scriba batch` share, and TranscribeOptions
-from them: openai-whisper's and faster-whisper's options under their own names, in kebab case."""
+from them: openai-whisper's and faster-whisper's options under their own names, in kebab case.
+A flag that is not given leaves its option to TranscribeOptions' own default, which the help
+shows: no default is written here."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
-from scriba.transcription.language_vote import MAX_WINDOWS as LANGUAGE_WINDOWS
-from scriba.transcription.language_vote import THRESHOLD as LANGUAGE_THRESHOLD
+# option -> (flag, type, what it means); a bool option is a switch that flips its default
+FLAGS = {
+    "model": ("--model", str, "Whisper checkpoint: hub id, folder, or CTranslate2 folder"),
+    "language": ("--language", str, "language code or name (default: detect)"),
+    "task": ("--task", ["transcribe", "translate"], "transcribe, or translate to English"),
+    "mode": ("--mode", ["batched", "sequential"], "every window at once, or openai-whisper's loop"),
+    "beam_size": ("--beam-size", int, "beams (1: greedy)"),
+    "timestamps": ("--no-timestamps", bool, "one segment per window, no timestamp tokens"),
+    "word_timestamps": ("--word-timestamps", bool, "time each word (JSON gets words; see --word-cues)"),
+    "language_detection_threshold": (
+        "--language-detection-threshold", float,
+        "a speech window this sure of its language decides it (else more windows vote)",
+    ),
+    "language_detection_segments": ("--language-detection-segments", int, "speech windows that vote at most"),
+}
+# faster-whisper's transcribe() options (docs/transcription.md has the table)
+DECODING_FLAGS = {
+    "initial_prompt": ("--initial-prompt", str, "text the first window is conditioned on"),
+    "hotwords": ("--hotwords", str, "hint phrases put before every window's previous text"),
+    "prefix": ("--prefix", str, "the text the file's first window starts with"),
+    "multilingual": ("--multilingual", bool, "detect each window's language (segments carry it)"),
+    "clip_timestamps": ("--clip-timestamps", str, "decode only these clips: 'start,end,start,end' seconds"),
+    "max_new_tokens": ("--max-new-tokens", int, "tokens per window at most (default: the model's limit)"),
+    "suppress_tokens": (
+        "--suppress-tokens", str,
+        "token ids never written, comma-separated (write --suppress-tokens=-1,50362); "
+        "-1: the model's non-speech set; '': none",
+    ),
+    "suppress_blank": ("--no-suppress-blank", bool, "let a window start with a blank"),
+    "max_initial_timestamp": ("--max-initial-timestamp", float, "seconds: the first timestamp's latest"),
+    "prepend_punctuations": ("--prepend-punctuations", str, "marks joined to the next word"),
+    "append_punctuations": ("--append-punctuations", str, "marks joined to the previous word"),
+    "best_of": ("--best-of", int, "samples drawn at a fallback temperature, the likeliest kept"),
+    "prompt_reset_on_temperature": (
+        "--prompt-reset-on-temperature", float,
+        "a window decoded above this temperature gives the next no previous text",
+    ),
+    "patience": ("--patience", float, "beam search: finished hypotheses = beam size x this"),
+    "length_penalty": ("--length-penalty", float, "beam search: score / length ** this"),
+    "repetition_penalty": ("--repetition-penalty", float, "> 1 makes repeating a token less likely"),
+    "no_repeat_ngram_size": ("--no-repeat-ngram-size", int, "never repeat an n-gram this long (0: off)"),
+}  # fmt: skip
+
+
+def option_defaults() -> dict:
+    from scriba.transcription.options import TranscribeOptions
+
+    return {f.name: f.default for f in dataclasses.fields(TranscribeOptions)}
+
+
+def _add(add, option: str, flag: str, kind, meaning: str, default) -> None:
+    if kind is bool:  # a switch: given, the option is the opposite of its default
+        add(flag, dest=option, action="store_const", const=not default, default=None, help=meaning)
+    elif isinstance(kind, list):
+        add(flag, dest=option, choices=kind, default=None, help=f"{meaning} (default: {default})")
+    else:
+        shown = "" if default is None or "default:" in meaning else f" (default: {default})"
+        add(flag, dest=option, type=kind, default=None, help=meaning + shown)
 
 
 def add_transcribe_flags(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--model", default=None, help="Whisper checkpoint: hub id, folder, or CTranslate2 folder")
-    add("--language", default=None, help="language code or name (default: detect)")
-    add("--task", default="transcribe", choices=["transcribe", "translate"])
-    add("--mode", default="batched", choices=["batched", "sequential"])
-    add("--beam-size", type=int, default=1)
-    add("--no-timestamps", action="store_true", help="one segment per window, no timestamp tokens")
-    add("--word-timestamps", action="store_true", help="time each word (JSON gets words; see --word-cues)")
-    add(
+    defaults = option_defaults()
+    for option, (flag, kind, meaning) in FLAGS.items():
+        _add(parser.add_argument, option, flag, kind, meaning, defaults[option])
+    parser.add_argument(
         "--vad",
-        default="auto",
+        default=None,
         choices=["auto", "on", "off"],
-        help="decode only the speech Silero VAD finds (auto: for audio over 30 s)",
+        help="decode only the speech Silero VAD finds (default: auto, for audio over 30 s)",
     )
-    add(
-        "--language-detection-threshold",
-        type=float,
-        default=LANGUAGE_THRESHOLD,
-        help="a speech window this sure of its language decides it (else more windows vote)",
-    )
-    add(
-        "--language-detection-segments",
-        type=int,
-        default=LANGUAGE_WINDOWS,
-        help="speech windows that vote at most",
-    )
-    _add_decoding_flags(parser)
-
-
-def _add_decoding_flags(parser: argparse.ArgumentParser) -> None:
-    """faster-whisper's transcribe() options (docs/transcription.md has the table)."""
-    add = parser.add_argument_group("decoding (faster-whisper's options)").add_argument
-    add("--initial-prompt", default=None, help="text the first window is conditioned on")
-    add("--hotwords", default=None, help="hint phrases put before every window's previous text")
-    add("--prefix", default=None, help="the text the file's first window starts with")
-    add("--multilingual", action="store_true", help="detect each window's language (segments carry it)")
-    add("--clip-timestamps", default=None, help="decode only these clips: 'start,end,start,end' seconds")
-    add("--max-new-tokens", type=int, default=None, help="tokens per window at most (default 224)")
-    add(
-        "--suppress-tokens",
-        default="-1",
-        help="token ids never written, comma-separated (write --suppress-tokens=-1,50362); "
-        "-1: the model's non-speech set; '': none",
-    )
-    add("--no-suppress-blank", action="store_true", help="let a window start with a blank")
-    add("--max-initial-timestamp", type=float, default=1.0, help="seconds: the first timestamp's latest")
-    add(
-        "--prepend-punctuations",
-        default=None,
-        help="marks joined to the next word (default: openai-whisper's)",
-    )
-    add(
-        "--append-punctuations",
-        default=None,
-        help="marks joined to the previous word (default: openai-whisper's)",
-    )
-    add("--best-of", type=int, default=1, help="samples drawn at a fallback temperature, the likeliest kept")
-    add(
-        "--prompt-reset-on-temperature",
-        type=float,
-        default=0.5,
-        help="a window decoded above this temperature gives the next no previous text",
-    )
-    add("--patience", type=float, default=1.0, help="beam search: finished hypotheses = beam size x this")
-    add("--length-penalty", type=float, default=1.0, help="beam search: score / length ** this")
-    add("--repetition-penalty", type=float, default=1.0, help="> 1 makes repeating a token less likely")
-    add("--no-repeat-ngram-size", type=int, default=0, help="never repeat an n-gram this long (0: off)")
+    decoding = parser.add_argument_group("decoding (faster-whisper's options)").add_argument
+    for option, (flag, kind, meaning) in DECODING_FLAGS.items():
+        _add(decoding, option, flag, kind, meaning, defaults[option])
 
 
 def transcribe_options(args: argparse.Namespace, engine: dict):
-    """The flags as TranscribeOptions (checked there: a bad value is a one-line error)."""
+    """The flags given, as TranscribeOptions (checked there: a bad value is a one-line error)."""
     from scriba.transcription.options import VAD_CHOICES, TranscribeOptions
 
-    marks = {
-        k: v for k in ("prepend_punctuations", "append_punctuations") if (v := getattr(args, k)) is not None
-    }
-    return TranscribeOptions(
-        model=args.model,
-        language=args.language,
-        task=args.task,
-        mode=args.mode,
-        beam_size=args.beam_size,
-        timestamps=not args.no_timestamps,
-        word_timestamps=args.word_timestamps,
-        vad_filter=VAD_CHOICES[args.vad],
-        language_detection_threshold=args.language_detection_threshold,
-        language_detection_segments=args.language_detection_segments,
-        initial_prompt=args.initial_prompt,
-        hotwords=args.hotwords,
-        prefix=args.prefix,
-        multilingual=args.multilingual,
-        clip_timestamps=args.clip_timestamps,
-        max_new_tokens=args.max_new_tokens,
-        suppress_tokens=_ids(args.suppress_tokens),
-        suppress_blank=not args.no_suppress_blank,
-        max_initial_timestamp=args.max_initial_timestamp,
-        **marks,
-        best_of=args.best_of,
-        prompt_reset_on_temperature=args.prompt_reset_on_temperature,
-        patience=args.patience,
-        length_penalty=args.length_penalty,
-        repetition_penalty=args.repetition_penalty,
-        no_repeat_ngram_size=args.no_repeat_ngram_size,
-        engine=engine,
-    )
+    given = {o: v for o in (*FLAGS, *DECODING_FLAGS) if (v := getattr(args, o, None)) is not None}
+    if "suppress_tokens" in given:
+        given["suppress_tokens"] = _ids(given["suppress_tokens"])
+    if args.vad is not None:
+        given["vad_filter"] = VAD_CHOICES[args.vad]
+    return TranscribeOptions(**given, engine=engine)
 
 
 def _ids(text: str) -> tuple[int, ...]:

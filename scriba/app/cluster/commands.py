@@ -43,7 +43,7 @@ def run_batch(args: argparse.Namespace) -> int:
     from scriba.app.cluster.batch import BatchPlan
     from scriba.app.cluster.batch import run_batch as batch
 
-    engine = {k: v for k, v in engine_options(args).items() if v not in (None, "auto")}
+    engine = engine_options(args)
     options = transcribe_options(args, engine)  # checked here: a typo fails once, not in every file's row
     plan = BatchPlan(args.workers, args.cpus_per_worker, args.files_per_batch, args.ray_address)
     report = batch(args.inputs, args.output, options, plan)

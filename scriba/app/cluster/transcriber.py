@@ -45,10 +45,9 @@ class Transcriber:
 
     def __init__(self, options):
         from scriba.runtime.loops import get_loop
-        from scriba.transcription.engine_settings import speech_config
 
         self.options = options  # TranscribeOptions
-        get_loop(options.model, **speech_config(options.engine))  # load now: the first batch should not wait
+        get_loop(options.model, **options.engine)  # load now: the first batch should not wait
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list]:
         """{"path": [n]} -> {"path": [n], "row": [n] JSON rows}, in the same order."""

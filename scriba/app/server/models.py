@@ -8,8 +8,8 @@ import threading
 from collections import OrderedDict
 
 from scriba.app.server.errors import APIError
+from scriba.models.offline import offered_models
 from scriba.runtime.loops import close_loops, get_loop
-from scriba.transcription.engine_settings import default_whisper_models, speech_config
 
 BUNDLED_NAME = "tiny.en"  # the bundled default Whisper (model=None)
 WHISPER_ALIAS = "whisper-1"  # OpenAI's name: the first served Whisper model
@@ -17,7 +17,7 @@ WHISPER_ALIAS = "whisper-1"  # OpenAI's name: the first served Whisper model
 
 class ServedModels:
     def __init__(self, whisper: list, summarizer: str | None, allow=(), max_loaded: int = 2, **engine_config):
-        self.whisper = [m or None for m in whisper] or default_whisper_models()
+        self.whisper = [m or None for m in whisper] or offered_models()
         self.summarizer, self.max_loaded = summarizer, max_loaded
         self.max_pending: int | None = None  # per engine, set by the server (ServerSettings)
         self.engine_config = engine_config
@@ -60,8 +60,7 @@ class ServedModels:
                 self._recent.pop(old)
         for old in evict:
             close_loops(old)
-        speech = self.summarizer is None or model != self.summarizer  # Whisper: transcription's settings
-        loop = get_loop(model, **(speech_config(self.engine_config) if speech else self.engine_config))
+        loop = get_loop(model, **self.engine_config)
         loop.max_pending = self.max_pending
         return loop
 

@@ -8,7 +8,6 @@ import threading
 from dataclasses import dataclass
 
 from scriba.runtime.loops import get_loop
-from scriba.transcription.engine_settings import speech_config
 from scriba.whisper.language_names import LANGUAGES
 
 BUNDLED = "tiny.en (bundled)"  # the dropdown's name for the offline default (model=None)
@@ -31,7 +30,7 @@ class WhisperFacts:
 
 def whisper_facts(choice: str | None) -> WhisperFacts:
     """Loads the model (the shared engine the transcriptions use) and reads its languages."""
-    tokens = get_loop(model_arg(choice), **speech_config({})).engine.model.tokens
+    tokens = get_loop(model_arg(choice)).engine.model.tokens
     if not tokens.is_multilingual:
         return WhisperFacts(False, [("English", "en")])
     named = sorted((LANGUAGES.get(code, code).title(), code) for code in tokens.lang_to_id)

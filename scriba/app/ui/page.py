@@ -26,7 +26,7 @@ from scriba.app.ui.transcribe_tab import (
     stream_transcription,
 )
 from scriba.summarization import DEFAULT_SUMMARIZER
-from scriba.transcription.engine_settings import default_whisper_models
+from scriba.models.offline import offered_models
 
 # After a segment click has moved the player: play from there (the player's own Play button).
 PLAY_JS = "() => { document.querySelector('#audio button[aria-label=\"Play\"]')?.click(); }"
@@ -37,7 +37,7 @@ def whisper_choices(whisper_model) -> list[str]:
     and the other offline models installed (`base`)."""
     models = whisper_model if isinstance(whisper_model, (list, tuple)) else [whisper_model]
     if not [m for m in models if m]:
-        models = default_whisper_models()
+        models = offered_models()
     return [m or BUNDLED for m in models]
 
 

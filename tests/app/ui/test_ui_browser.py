@@ -304,9 +304,8 @@ def test_summarize_pasted_text(page):
 
 def test_closing_the_page_stops_its_transcription(browser, app_url, five_minutes):
     from scriba.runtime.loops import get_loop
-    from scriba.transcription.engine_settings import speech_config
 
-    manager = get_loop(None, **speech_config({})).engine.block_manager  # the page's default engine
+    manager = get_loop(None).engine.block_manager  # the page's default engine
     page = open_page(browser, app_url)
     page.locator("input[type=file]").first.set_input_files(five_minutes)
     page.wait_for_timeout(2000)
