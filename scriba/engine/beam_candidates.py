@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from scriba.kernels.to_device import to_device
+from scriba.engine.to_device import to_device
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import torch
 
 from scriba.engine.step_packing import Running, max_diff, pack_prefills
 from scriba.kernels import AttentionMetadata
-from scriba.kernels.to_device import stack_to_device, to_device
+from scriba.engine.to_device import stack_to_device, to_device
 
 
 class EncoderStream:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import torch
 
 from scriba.engine.sampling_params import SamplingParams
-from scriba.kernels.to_device import to_device
+from scriba.engine.to_device import to_device
 
 NEG_INF = -math.inf
 

@@ -40,8 +40,8 @@ from scriba.engine.table_rows import TableRows
 from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, get_backend
 from scriba.kernels.context_reads import group_context_reads
-from scriba.kernels.kv_cache import copy_blocks, swap_blocks
-from scriba.kernels.to_device import stack_to_device, to_device
+from scriba.engine.kv_pools import copy_blocks, swap_blocks
+from scriba.engine.to_device import stack_to_device, to_device
 from scriba.models.decoder_step import MAX_ROWS, NumbaDecoderStep, unsupported
 
 if TYPE_CHECKING:

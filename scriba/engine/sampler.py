@@ -28,7 +28,7 @@ from scriba.engine.beam_candidates import (
 from scriba.engine.logits_processors import LogitsProcessor, StepRows, apply_processors
 from scriba.engine.outputs import Logprob
 from scriba.engine.sampling_params import SamplingParams
-from scriba.kernels.to_device import to_device
+from scriba.engine.to_device import to_device
 
 
 @dataclass

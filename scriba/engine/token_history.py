@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from scriba.engine.sequence import PENDING
-from scriba.kernels.to_device import to_device
+from scriba.engine.to_device import to_device
 
 PAD = -1  # positions past a sequence's length
 

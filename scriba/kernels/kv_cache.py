@@ -1,11 +1,12 @@
-"""The paged KV cache: writing K/V by slot, copying blocks (copy-on-write), swapping.
+"""Writing K/V into the paged KV cache by slot (the torch reference and the Triton kernel); the
+cache's allocation and its block copies and swaps are the engine's (engine/kv_pools.py).
 
 A layer's cache is one tensor [2, num_blocks, block_size, heads, head_dim] (K then V); the
 self- and cross-attention of a decoder layer share it, since a block belongs to one table.
 Slot s is block s // block_size, offset s % block_size.
 
 That is the cache's shape; its memory order is either the same (what the Triton kernels take)
-or head-major (`new_kv_cache(head_major=True)`, the torch path's): stored as [2, heads, blocks,
+or head-major (`kv_pools.new_kv_cache(head_major=True)`, the torch path's): stored as [2, heads, blocks,
 block_size, head_dim] and viewed in the common shape, so every op indexes it alike. A run of
 consecutive blocks is then, per head, one contiguous [positions, head_dim] matrix: on a 2-core
 CPU, SDPA over 16 cross-attention contexts of 1,500 positions reads them 1.7x faster (1.67 vs
@@ -14,41 +15,10 @@ CPU, SDPA over 16 cross-attention contexts of 1,500 positions reads them 1.7x fa
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-from scriba.kernels.host_pages import zeroed_host_memory
 from scriba.kernels.kv8_triton import write_kv_cache_8bit_triton
-from scriba.kernels.to_device import to_device
 from scriba.kernels.triton_support import HAS_TRITON, next_power_of_2, require_triton, tl, triton
-
-
-def new_kv_cache(
-    num_blocks: int,
-    block_size: int,
-    heads: int,
-    head_dim: int,
-    head_major: bool = False,
-    **tensor_args,
-) -> torch.Tensor:  # [2, num_blocks, block_size, heads, head_dim] zeros
-    if head_major:  # one region per K or V and head
-        shape = (2, heads, num_blocks, block_size, head_dim)
-        return _zeros(shape, regions=2 * heads, **tensor_args).permute(0, 2, 3, 1, 4)
-    return _zeros((2, num_blocks, block_size, heads, head_dim), **tensor_args)
-
-
-def _zeros(
-    shape: tuple, regions: int = 1, dtype=torch.float32, device="cpu", pin_memory=False
-) -> torch.Tensor:
-    """torch.zeros; in plain host memory, zeroed by the OS as it is first written
-    (host_pages.zeroed_host_memory, whose docstring says why)."""
-    numel = math.prod(shape)
-    if torch.device(device).type != "cpu" or pin_memory or numel == 0:
-        return torch.zeros(shape, dtype=dtype, device=device, pin_memory=pin_memory)
-    itemsize = torch.empty(0, dtype=dtype).element_size()
-    pages = zeroed_host_memory(numel * itemsize, regions)
-    return torch.frombuffer(pages, dtype=dtype).view(shape)  # the tensor keeps the mapping alive
 
 
 def check_write_args(
@@ -155,40 +125,3 @@ def write_kv_cache_triton(
         TOKENS=tokens,
         BLOCK_HD=block_hd,
     )
-
-
-def copy_blocks(kv_caches: list[torch.Tensor], pairs: list[tuple[int, int]]) -> None:
-    """Copy whole blocks src -> dst within each layer's cache (copy-on-write)."""
-    if not pairs:
-        return
-    src = to_device([s for s, _ in pairs], kv_caches[0].device)
-    dst = to_device([d for _, d in pairs], kv_caches[0].device)
-    for cache in kv_caches:
-        cache[:, dst] = cache[:, src]
-
-
-def swap_blocks(
-    src_caches: list[torch.Tensor], dst_caches: list[torch.Tensor], pairs: list[tuple[int, int]]
-) -> None:
-    """Copy blocks between two pools (device <-> cpu), layer by layer: gathered on the source
-    side, moved without blocking (through pinned memory), scattered on the destination side;
-    a move to the host waits once for all layers, not once per layer."""
-    if not pairs:
-        return
-    src = to_device([s for s, _ in pairs], src_caches[0].device)
-    dst = to_device([d for _, d in pairs], dst_caches[0].device)
-    moved = [_move(s[:, src], d.device) for s, d in zip(src_caches, dst_caches)]
-    if src_caches[0].device.type == "cuda" and dst_caches[0].device.type == "cpu":
-        torch.cuda.current_stream(src_caches[0].device).synchronize()
-    for d, m in zip(dst_caches, moved):
-        d[:, dst] = m
-
-
-def _move(blocks: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """blocks on `device`, by a non-blocking copy; the caller waits before reading host results."""
-    if blocks.device == device:
-        return blocks
-    if device.type == "cpu":
-        out = torch.empty(blocks.shape, dtype=blocks.dtype, pin_memory=blocks.device.type == "cuda")
-        return out.copy_(blocks, non_blocking=True)
-    return to_device(blocks, device)  # host to device: queued through pinned memory

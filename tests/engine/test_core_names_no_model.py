@@ -45,6 +45,19 @@ def test_imports_run_one_way():
             assert not wrong, f"{path.relative_to(SCRIBA)} imports scriba.{wrong}"
 
 
+def test_kernels_import_nothing_else_and_the_config_only_the_profiles():
+    """kernels/ holds attention ops alone (allocation and device moves are the engine's), so it
+    imports nothing of Scriba's outside itself; config.py reads a model's profile (models/) and
+    nothing above it."""
+
+    def imported(path: pathlib.Path) -> set[str]:
+        return set(re.findall(r"^\s*(?:from|import) scriba\.(\w+)", path.read_text(), flags=re.M))
+
+    for path in sorted((SCRIBA / "kernels").rglob("*.py")):
+        assert imported(path) <= {"kernels"}, f"kernels/{path.name} imports scriba.{imported(path)}"
+    assert imported(SCRIBA / "config.py") == {"models"}
+
+
 def test_sampler_and_processors_never_sync_per_row():
     rules = SCRIBA / "whisper" / "logits_rules.py"
     for path in (ENGINE / "sampler.py", ENGINE / "logits_processors.py", rules):

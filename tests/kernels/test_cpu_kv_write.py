@@ -7,7 +7,8 @@ import torch
 
 from scriba.kernels.backend import NumbaBackend
 from scriba.kernels.cpu_kv_write import load_kernel, write_rounded
-from scriba.kernels.kv_cache import new_kv_cache, write_kv_cache_ref
+from scriba.engine.kv_pools import new_kv_cache
+from scriba.kernels.kv_cache import write_kv_cache_ref
 
 HEADS, DIM = 3, 16
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from scriba.kernels.cpu_paged_attention import CACHE_DTYPES as CACHE_DTYPES_READ
 from scriba.kernels.cpu_paged_attention import narrow, paged_decode_attention_cpu
-from scriba.kernels.kv_cache import new_kv_cache, write_kv_cache_ref
+from scriba.engine.kv_pools import new_kv_cache
+from scriba.kernels.kv_cache import write_kv_cache_ref
 from scriba.kernels.paged_attention import paged_decode_attention_ref
 
 
@@ -98,7 +99,7 @@ def test_float16_blocks_of_head_size_64_match_dense_reference(head_major):
 SHARED_ALLOCATOR_RUN = """
 import torch
 from scriba.kernels.cpu_paged_attention import paged_decode_attention_cpu
-from scriba.kernels.kv_cache import new_kv_cache
+from scriba.engine.kv_pools import new_kv_cache
 from scriba.kernels.paged_attention import paged_decode_attention_ref
 torch.manual_seed(0)
 rows, heads, n = 17, 6, 1500

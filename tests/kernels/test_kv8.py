@@ -17,7 +17,8 @@ from scriba.kernels.kv8 import (
     quantize,
     write_kv_cache_8bit_ref,
 )
-from scriba.kernels.kv_cache import copy_blocks, new_kv_cache, swap_blocks, write_kv_cache_triton
+from scriba.engine.kv_pools import copy_blocks, new_kv_cache, swap_blocks
+from scriba.kernels.kv_cache import write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"

@@ -3,7 +3,7 @@
 `torch.tensor(values, device="cuda")` copies from pageable memory, and PyTorch synchronizes
 the stream after such a copy: the host waits for every step already queued, which undoes
 asynchronous scheduling (PyTorch's sync debug mode found six such waits in each step that
-admits Whisper windows on an H200). Through pinned memory the copy is queued like a
+admits audio windows on an H200). Through pinned memory the copy is queued like a
 kernel; PyTorch's pinned-memory cache keeps the host block until the copy has run.
 """
 

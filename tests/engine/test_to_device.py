@@ -6,7 +6,7 @@ import contextlib
 import pytest
 import torch
 
-from scriba.kernels.to_device import stack_to_device, to_device
+from scriba.engine.to_device import stack_to_device, to_device
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

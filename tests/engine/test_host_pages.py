@@ -6,8 +6,8 @@ import ctypes
 
 import torch
 
-from scriba.kernels.host_pages import HUGE_PAGE, zeroed_host_memory
-from scriba.kernels.kv_cache import new_kv_cache
+from scriba.engine.host_pages import HUGE_PAGE, zeroed_host_memory
+from scriba.engine.kv_pools import new_kv_cache
 
 MB = 1 << 20
 
