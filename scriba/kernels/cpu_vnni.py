@@ -32,7 +32,7 @@ from numba.extending import intrinsic
 
 from scriba.kernels.cpu_features import cpu_flags
 
-CHUNK = 32  # output features per task of a product (here and cpu_decoder_step's): 32 weight rows
+CHUNK = 32  # output features per task of a product (here and models/decoder_step/kernel.py's): 32 weight rows
 
 
 def _host_has_vnni() -> bool:
@@ -137,7 +137,7 @@ def _products(w, sums, scales, bias, x, out):
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
 def vnni_matvec(w, sums, scales, bias, x, out):
-    """out [R, out] = (x @ w.T) * scales + bias as in cpu_decoder_step.int8_matvec, x quantized
+    """out [R, out] = (x @ w.T) * scales + bias as in models/decoder_step/kernel.int8_matvec, x quantized
     a row at a time: w [out, in] int8 (in a multiple of 64), sums [out] int32 (code_sums)."""
     _products(w, sums, scales, bias, x, out)
 

@@ -13,7 +13,7 @@ SCRIPT = """
 import sys, threading
 import scriba
 from scriba import Engine
-from scriba.kernels import cpu_decoder_step as step
+from scriba.models.decoder_step import kernel as step
 from scriba.kernels import cpu_paged_attention as attention
 from scriba.kernels import cpu_vnni as products
 from scriba.whisper import timestamp_rules_cpu as rules

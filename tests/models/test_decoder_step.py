@@ -1,4 +1,4 @@
-"""The numba decode step (models/decoder_step.py over kernels/cpu_decoder_step.py) against its
+"""The numba decode step (models/decoder_step/: step.py over kernel.py) against its
 oracle: the same int8 model run by torch modules in float32 over the dequantized codes (codes x
 scale), which is what the numba step's float32 products compute up to summation order (its VNNI
 products, which round each row to int8 first, within a stated tolerance). In both engines the
@@ -15,8 +15,9 @@ from torch import nn
 import scriba
 from scriba import Engine, SamplingParams
 from scriba.config import EngineConfig
-from scriba.models import decoder_step, quantize
+from scriba.models import quantize
 from scriba.models.decoder_step import MAX_ROWS, int8_linear
+from scriba.models.decoder_step import step as decoder_step
 
 PARAMS = SamplingParams(max_tokens=24, ignore_eos=True, logprobs=1)
 LOGPROB_TOLERANCE = 1e-3  # float32 summation order only; measured ~1e-5

@@ -1,5 +1,5 @@
 """A pre-norm decoder stack's decode steps, and their logits, as numba calls
-(kernels/cpu_decoder_step.py): EngineConfig.create(decoder_runtime="numba").
+(kernel.py beside this file): EngineConfig.create(decoder_runtime="numba").
 
 `NumbaDecoderStep(model)` gathers the int8 weights of the decoder's layers and of the logits
 (quantize.py's modules' own codes and scales), the layers' stacked by kind; the model runner
@@ -28,7 +28,7 @@ from scriba.models.quantize import RowScaledLinear, WeightOnlyInt8Linear
 MAX_ROWS = 4
 CACHE_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int8)
 PRODUCTS = ("vnni", "float32")
-_KINDS = (  # kernels/cpu_decoder_step's QKV .. FC2
+_KINDS = (  # kernel.py's QKV .. FC2
     ("self_attn", "qkv_proj"),
     ("self_attn", "out_proj"),
     ("encoder_attn", "q_proj"),
@@ -76,8 +76,8 @@ class NumbaDecoderStep:
     products: "vnni" or "float32" (see above); None: "vnni" where the host and the widths allow."""
 
     def __init__(self, model: nn.Module, products: str | None = None):
-        from scriba.kernels import cpu_decoder_step as kernel
         from scriba.kernels import cpu_vnni
+        from scriba.models.decoder_step import kernel
 
         self.kernel = kernel
         self.decoder = decoder = model.model.decoder

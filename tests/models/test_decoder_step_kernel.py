@@ -1,12 +1,12 @@
-"""kernels/cpu_decoder_step.py's pieces against their torch oracles: the int8 KV write against
+"""models/decoder_step/kernel.py's pieces against their torch oracles: the int8 KV write against
 kv8.quantize (codes and scales equal, ties included), the logits' matrix-vector product against
 torch's over the dequantized codes. The whole step is checked in tests/models/test_decoder_step.py."""
 
 import numpy as np
 import torch
 
-from scriba.kernels import cpu_decoder_step as kernel
 from scriba.kernels.kv8 import quantize
+from scriba.models.decoder_step import kernel
 
 
 def test_int8_write_equals_kv8_quantize():
