@@ -7,7 +7,6 @@ the device, and a mirror pool on the CPU for swapping) and binds them to the att
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,6 +18,7 @@ from scriba.engine.cross_attention_weights import cross_attention_weights
 from scriba.engine.cuda_graphs import DecodeGraphs
 from scriba.engine.encoder_graphs import EncoderGraphs
 from scriba.engine.encoder_stream import EncoderStream
+from scriba.engine.executors import GraphExecutor, NumbaExecutor, TorchExecutor
 from scriba.engine.kv_pools import CacheShape
 from scriba.engine.sampler import DeviceSamples, Sample, SampleRow, log_softmax_at, sample_on_device
 from scriba.engine.sequence import PENDING, Sequence, SequenceGroup
@@ -31,7 +31,6 @@ from scriba.engine.step_packing import (
     max_diff,
     pack_decodes,
     pack_prefills,
-    prefill_rows,
     running_groups,
     step_arrays,
     upload,
@@ -42,7 +41,7 @@ from scriba.kernels import AttentionMetadata, get_backend
 from scriba.kernels.context_reads import group_context_reads
 from scriba.engine.kv_pools import copy_blocks, swap_blocks
 from scriba.engine.to_device import stack_to_device, to_device
-from scriba.models.decoder_step import MAX_ROWS, NumbaDecoderStep, unsupported
+from scriba.models.decoder_step import NumbaDecoderStep, unsupported
 
 if TYPE_CHECKING:
     from scriba.engine.block_manager import BlockManager
@@ -126,6 +125,11 @@ class ModelRunner:
         self.staging = HostStaging(self.device)
         self.self_rows, self.cross_rows = TableRows(), TableRows()  # decode block tables, kept between steps
         self.decode_step = self._numba_decode_step(decoder_runtime)
+        self.executor: TorchExecutor = (
+            TorchExecutor(model)
+            if self.decode_step is None
+            else NumbaExecutor(model, self.decode_step, self.self_rows, self.cross_rows)
+        )
         self.encoder_stream = (
             EncoderStream(model, self.device, dtype, block_size, self.backend) if encoder_stream else None
         )
@@ -180,6 +184,7 @@ class ModelRunner:
         capture=False: run eagerly on the same padded buffers)."""
         sizes = (max_batch, max_self_blocks, max_cross_blocks)
         self.graphs = DecodeGraphs(self.model, self.backend, self.device, *sizes, capture)
+        self.executor = GraphExecutor(self.graphs, self.executor)
         if capture:
             self.graphs.capture_all()
 
@@ -239,19 +244,7 @@ class ModelRunner:
         picked = step.sample_indices if query_rows is None else torch.cat([step.sample_indices, query_rows])
         # a decode-only step samples every row, in order; prompt rows (encoder stream) only their last
         every_row = query_rows is None and len(step.rows) == step.meta.num_decoder_tokens
-        if self.graphs is not None and self.graphs.fits(step.meta):
-            logits = self.graphs.run(step.input_ids, step.positions, step.meta).float()
-            logits = logits if every_row else logits[picked]
-        elif self.decode_step is not None and self.decode_step.fits(step.meta):
-            hidden = self.decode_step(step.input_ids, step.positions, step.meta)
-            logits = self.decode_step.logits(hidden if every_row else hidden[picked])
-        else:
-            if self._prefill_fits_numba(step, prefills):
-                hidden = self._numba_prefill(step, prefills)
-            else:
-                encoder = (step.encoder_inputs, step.encoder_positions)
-                hidden = self.model(step.input_ids, step.positions, step.meta, *encoder)
-            logits = self._logits(hidden[picked])  # the sampled rows' and the queried ones' in one pass
+        logits = self.executor.logits(step, prefills, picked, every_row)
         asked = None
         if queries:  # raw log-probs at prompt positions, before any rule
             logits, raw = logits[: len(step.sample_indices)], logits[len(step.sample_indices) :]
@@ -263,39 +256,6 @@ class ModelRunner:
         history = _memo(lambda: self.history.rows(seqs, late)[0])
         samples = sample_on_device(logits, rows, history, prompt_logprobs=asked)
         return LaunchedStep(step.rows, samples, step.prompt_logprob_queries)
-
-    def _prefill_fits_numba(self, step: StepInputs, prefills: list[Running]) -> bool:
-        """A prefill-only step of a few prompt tokens, with every request's encoder input (one
-        sequence each), of a model that writes its cross K/V without running its decoder."""
-        meta = step.meta
-        return (
-            self.decode_step is not None
-            and hasattr(self.model, "write_cross_kv")
-            and not meta.num_decode_tokens
-            and 0 < meta.num_prefill_tokens <= MAX_ROWS
-            and meta.cross_kv_index is None
-            and 0 < meta.num_encoder_tokens == sum(r.group.encoder_len for r in prefills)
-            and step.encoder_inputs is not None
-            and step.encoder_inputs.is_floating_point()  # features: not a text encoder's token ids
-        )
-
-    def _numba_prefill(self, step: StepInputs, prefills: list[Running]) -> torch.Tensor:
-        """The step's windows through the encoder into the cross cache, then its prompt tokens
-        through the numba step as decode rows, each reading its sequence up to itself (torch
-        modules after the encoder cost 10 ms a prefill of tiny.en, the numba step ~2)."""
-        self.model.write_cross_kv(step.encoder_inputs, step.meta)
-        rows = prefill_rows(prefills, self.self_rows, self.cross_rows)
-        meta = SimpleNamespace(
-            slot_mapping=step.meta.slot_mapping, **{k: torch.from_numpy(a) for k, a in rows.items()}
-        )
-        return self.decode_step(step.input_ids, step.positions, meta)
-
-    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """[rows, d_model] -> [rows, vocab] float32: a few rows from the numba step's int8 codes
-        (one read of the output projection, no activation rounding), else the model's."""
-        if self.decode_step is not None and hidden.shape[0] <= MAX_ROWS:
-            return self.decode_step.logits(hidden)
-        return self.model.compute_logits(hidden).float()
 
     @staticmethod
     def _sample_row(group: SequenceGroup, seq: Sequence, beam: BeamRow | None) -> SampleRow:

@@ -83,7 +83,7 @@ def assert_same_decoding(reference, numba, prompts, tolerance=LOGPROB_TOLERANCE)
 def engines(path: str, **settings) -> tuple[Engine, Engine, CountedStep]:
     common = dict(device="cpu", quantization="int8", num_kv_blocks=800, **settings)
     numba = Engine(path, decoder_runtime="numba", **common)
-    counted = numba.runner.decode_step = CountedStep(numba.runner.decode_step)
+    counted = numba.runner.executor.decode_step = CountedStep(numba.runner.decode_step)
     return dequantized(Engine(path, decoder_runtime="torch", **common)), dequantized(numba), counted
 
 
@@ -107,7 +107,7 @@ def test_whisper_decode_steps_equal_the_float_modules(
     reference, numba, counted = engines(tiny_whispers["multilingual"][0], kv_cache_dtype=kv)
     exact_cache = kv == "auto"  # float32: the numba prefill reads the K/V the modules' attends to
     if not exact_cache:  # a rounded cache: the next test
-        monkeypatch.setattr(numba.runner, "_prefill_fits_numba", lambda *args: False)
+        monkeypatch.setattr(numba.runner.executor, "prefill_fits", lambda *args: False)
     clips = [{"audio": synthetic_clip(seconds, seed)} for seed, seconds in enumerate([2.0, 7.5, 20.0])]
     assert_same_decoding(reference, numba, clips)
     assert counted.calls == PARAMS.max_tokens - (not exact_cache)  # every step (the prefill: float32)
@@ -124,7 +124,7 @@ def test_a_prefill_over_a_rounded_cache(tiny_whispers, monkeypatch, float32_prod
     clips = [{"audio": synthetic_clip(seconds, seed)} for seed, seconds in enumerate([2.0, 7.5, 20.0])]
     in_numba = greedy(numba, clips)
     assert counted.calls == PARAMS.max_tokens
-    monkeypatch.setattr(numba.runner, "_prefill_fits_numba", lambda *args: False)
+    monkeypatch.setattr(numba.runner.executor, "prefill_fits", lambda *args: False)
     for (a, a_lp), (b, b_lp) in zip(greedy(numba, clips), in_numba):
         assert a == b
         assert max(abs(a_lp[i][t].logprob - b_lp[i][t].logprob) for i, t in enumerate(a)) < tolerance
@@ -211,11 +211,11 @@ def test_vnni_products_keep_the_tokens(tiny_whispers, tiny_mbart):
 
     reference, numba, counted = engines(tiny_whispers["multilingual"][0])
     if not HAS_VNNI:
-        assert numba.runner.decode_step.step.products == "float32"
+        assert numba.runner.decode_step.products == "float32"
         with pytest.raises(ValueError, match="AVX-512 VNNI"):
             decoder_step.NumbaDecoderStep(int8_model(tiny_whispers["multilingual"][0]), products="vnni")
         return
-    assert numba.runner.decode_step.step.products == "vnni"
+    assert numba.runner.decode_step.products == "vnni"
     clips = [{"audio": synthetic_clip(seconds, seed)} for seed, seconds in enumerate([2.0, 7.5, 20.0])]
     worst = assert_same_up_to_a_near_tie(reference, numba, clips, VNNI_TOLERANCE)
     assert counted.calls == PARAMS.max_tokens
