@@ -345,7 +345,7 @@ def paged_decode_attention_triton(
 def _reduce_splits(part_max, part_sum, part_acc, out: torch.Tensor, num_splits: int, block_d: int) -> None:
     """Each (sequence, head)'s splits combined into `out` [seqs, heads, head_dim], in chunks of
     block_d columns (at most a power of two of them) small enough that a chunk of every split's
-    accumulators, SPLITS x chunk float32 values, stays in registers (compile_for_gpu.py: d_model
+    accumulators, SPLITS x chunk float32 values, stays in registers (compiled for sm_90, d_model
     1280 whole over 128 splits spilled ~11 KB a thread)."""
     num_seqs, heads, dim = out.shape
     splits = next_power_of_2(num_splits)
