@@ -78,10 +78,10 @@ class ExecutionConfig:
     cuda_graphs: bool = True  # on a GPU, replay decode steps from CUDA graphs (a Triton backend)
     # What executes an audio model's encoder: "torch", its own modules; "openvino", a graph built
     # from the same weights and compiled for this CPU in the precision it runs fastest (CPU,
-    # float32 activations; whisper/openvino_encoder.py).
+    # float32 activations; models/openvino_encoder/runtime.py).
     encoder_runtime: str = "torch"
     # A window's padding past its audio: "computed", every position encoded (exact); "cached", a
-    # short clip's padding taken from one silent window (whisper/cached_padding.py; not exact).
+    # short clip's padding taken from one silent window (models/openvino_encoder/; not exact).
     encoder_padding: str = "computed"
     # None: the encoder's products in `dtype`. "fp8": its feed-forward products in e4m3 for a GPU's
     # fp8 tensor cores (models/fp8_linear.py); with encoder_runtime="torch".

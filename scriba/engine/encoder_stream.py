@@ -21,8 +21,8 @@ from collections import deque
 import torch
 
 from scriba.engine.step_packing import Running, max_diff, pack_prefills
-from scriba.kernels import AttentionMetadata
 from scriba.engine.to_device import stack_to_device, to_device
+from scriba.kernels import AttentionMetadata
 
 
 class EncoderStream:

@@ -19,7 +19,7 @@ from scriba.engine.cuda_graphs import DecodeGraphs
 from scriba.engine.encoder_graphs import EncoderGraphs
 from scriba.engine.encoder_stream import EncoderStream
 from scriba.engine.executors import GraphExecutor, NumbaExecutor, TorchExecutor
-from scriba.engine.kv_pools import CacheShape
+from scriba.engine.kv_pools import CacheShape, copy_blocks, swap_blocks
 from scriba.engine.sampler import DeviceSamples, Sample, SampleRow, log_softmax_at, sample_on_device
 from scriba.engine.sequence import PENDING, Sequence, SequenceGroup
 from scriba.engine.staging import HostStaging
@@ -36,11 +36,10 @@ from scriba.engine.step_packing import (
     upload,
 )
 from scriba.engine.table_rows import TableRows
+from scriba.engine.to_device import stack_to_device, to_device
 from scriba.engine.token_history import TokenHistory
 from scriba.kernels import AttentionMetadata, get_backend
 from scriba.kernels.context_reads import group_context_reads
-from scriba.engine.kv_pools import copy_blocks, swap_blocks
-from scriba.engine.to_device import stack_to_device, to_device
 from scriba.models.decoder_step import NumbaDecoderStep, unsupported
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@ surface: a profile per kind of model and device.
 
 - "cpu-speech" (an audio model on the CPU, unless a dtype or a quantization is asked for): int8
   weights and activations (models/quantize.py), the encoder run by OpenVINO (bfloat16 where the CPU
-  has bfloat16 dot products; whisper/openvino_encoder.py) and a float16 KV cache. On real speech
+  has bfloat16 dot products; models/openvino_encoder/runtime.py) and a float16 KV cache. On real speech
   it is several times float32's speed at the same word error rate (docs/performance.md).
   `dtype="float32"` asks for the exact mode, token for token transformers' output.
 - "cpu" (a text model on the CPU) and "gpu": EngineConfig's own defaults.

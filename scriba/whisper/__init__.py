@@ -4,10 +4,7 @@
     log_mel.py        audio samples -> log-mel features [mel_bins, frames]
     tokens.py         the control tokens of a Whisper vocabulary
     model.py          the network (encoder, decoder) on the paged KV cache
-    openvino_encoder.py  the encoder run by OpenVINO (encoder_graph.py: its graph; its precision
-                      chosen per machine, encoder_precision.py; cached_padding.py: a mostly-padding
-                      window encoded at the cost of its audio, opt-in, its silent window kept on
-                      disk by silent_window_store.py)
+                      (its encoder on the CPU runs in models/openvino_encoder/)
     ctranslate2.py    reading CTranslate2 (faster-whisper) checkpoints
     languages.py      language names and codes; the language a request spoke
     prompt_layout.py  the decoder prompt and where each part of it sits

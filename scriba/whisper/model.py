@@ -185,11 +185,11 @@ class WhisperForConditionalGeneration(EncoderDecoderModel):
     def compile_encoder(self, runtime: str, num_threads: int, cached_padding: bool = False) -> None:
         """runtime "openvino": the encoder, and every decoder layer's cross-attention K/V of its
         states, as one OpenVINO graph of the same weights (`cached_padding`: a window's padding
-        past its audio from a silent window's, whisper/cached_padding.py); the torch encoder
+        past its audio from a silent window's, models/openvino_encoder/cached_padding.py); the torch encoder
         layers are dropped (the graph holds its own copy)."""
         if runtime != "openvino":
             return super().compile_encoder(runtime, num_threads, cached_padding)
-        from scriba.whisper.openvino_encoder import OpenVINOEncoder
+        from scriba.models.openvino_encoder.runtime import OpenVINOEncoder
 
         projections = [layer.encoder_attn.kv_proj for layer in self.model.decoder.layers]
         self.encoder_runtime = OpenVINOEncoder(

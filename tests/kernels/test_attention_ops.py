@@ -6,8 +6,8 @@ import random
 import pytest
 import torch
 
-from scriba.kernels.context_reads import group_context_reads
 from scriba.engine.kv_pools import copy_blocks, new_kv_cache, swap_blocks
+from scriba.kernels.context_reads import group_context_reads
 from scriba.kernels.kv_cache import write_kv_cache_ref
 from scriba.kernels.paged_attention import paged_decode_attention_ref
 from scriba.kernels.varlen_attention import varlen_attention_ref

@@ -5,9 +5,9 @@ views the layers pass; other caches are left to the torch path."""
 import pytest
 import torch
 
+from scriba.engine.kv_pools import new_kv_cache
 from scriba.kernels.backend import NumbaBackend
 from scriba.kernels.cpu_kv_write import load_kernel, write_rounded
-from scriba.engine.kv_pools import new_kv_cache
 from scriba.kernels.kv_cache import write_kv_cache_ref
 
 HEADS, DIM = 3, 16

@@ -14,9 +14,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scriba.engine.kv_pools import new_kv_cache
 from scriba.kernels.cpu_paged_attention import CACHE_DTYPES as CACHE_DTYPES_READ
 from scriba.kernels.cpu_paged_attention import narrow, paged_decode_attention_cpu
-from scriba.engine.kv_pools import new_kv_cache
 from scriba.kernels.kv_cache import write_kv_cache_ref
 from scriba.kernels.paged_attention import paged_decode_attention_ref
 

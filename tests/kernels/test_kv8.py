@@ -9,6 +9,7 @@ import random
 import pytest
 import torch
 
+from scriba.engine.kv_pools import copy_blocks, new_kv_cache, swap_blocks
 from scriba.kernels.cpu_paged_attention import paged_decode_attention_cpu
 from scriba.kernels.kv8 import (
     FP8,
@@ -17,7 +18,6 @@ from scriba.kernels.kv8 import (
     quantize,
     write_kv_cache_8bit_ref,
 )
-from scriba.engine.kv_pools import copy_blocks, new_kv_cache, swap_blocks
 from scriba.kernels.kv_cache import write_kv_cache_triton
 from scriba.kernels.paged_attention import paged_decode_attention_ref, paged_decode_attention_triton
 

@@ -25,8 +25,8 @@ from scriba.app.ui.transcribe_tab import (
     seek_to_segment,
     stream_transcription,
 )
-from scriba.summarization import DEFAULT_SUMMARIZER
 from scriba.models.offline import offered_models
+from scriba.summarization import DEFAULT_SUMMARIZER
 
 # After a segment click has moved the player: play from there (the player's own Play button).
 PLAY_JS = "() => { document.querySelector('#audio button[aria-label=\"Play\"]')?.click(); }"

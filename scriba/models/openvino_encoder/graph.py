@@ -1,7 +1,7 @@
 """Whisper's encoder as an OpenVINO model, built op by op from the model's own parameters (no
 tracing: building takes ~0.1 s, tracing 2+ s): log-mel features in, the states (or every decoder
 layer's cross-attention K/V of them) out. Variants: with a silent window's values
-(whisper/cached_padding.py) it encodes only a window's leading positions and fills the rest from
+(cached_padding.py) it encodes only a window's leading positions and fills the rest from
 them; as a probe it also returns every layer's self-attention keys and values."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from scriba.whisper.cached_padding import SilentWindow
+from scriba.models.openvino_encoder.cached_padding import SilentWindow
 
 
 def build_encoder_graph(

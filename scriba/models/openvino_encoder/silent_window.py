@@ -1,4 +1,4 @@
-"""A silent window's encoder values (whisper/cached_padding.py) kept on disk, so that an engine
+"""A silent window's encoder values (cached_padding.py) kept on disk, so that an engine
 starts without encoding one: `$SCRIBA_CACHE/silent_windows/KEY.npz`, KEY a hash of the weights
 that make them, the silence's level and OpenVINO's version. Encoding it costs a probe graph
 compiled and run (tiny.en on 2 AVX2 cores: ~0.7 s of an engine's start); reading it back, tens of
@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from scriba.models.offline import cache_root
-from scriba.whisper.cached_padding import SILENCE_LEVEL, SilentWindow
+from scriba.models.openvino_encoder.cached_padding import SILENCE_LEVEL, SilentWindow
 
 log = logging.getLogger(__name__)
 

@@ -1,14 +1,18 @@
-"""The silent window kept on disk (whisper/silent_window_store.py): read back as written, keyed by
+"""The silent window kept on disk (models/openvino_encoder/silent_window.py): read back as written, keyed by
 the weights, and what a second engine's encoder starts from."""
 
 import numpy as np
 import pytest
 import torch
 
-import scriba.whisper.openvino_encoder as openvino_encoder
+import scriba.models.openvino_encoder.runtime as openvino_encoder
+from scriba.models.openvino_encoder.cached_padding import SilentWindow
+from scriba.models.openvino_encoder.silent_window import (
+    load_silent_window,
+    save_silent_window,
+    silent_window_key,
+)
 from scriba.models.registry import load_model
-from scriba.whisper.cached_padding import SilentWindow
-from scriba.whisper.silent_window_store import load_silent_window, save_silent_window, silent_window_key
 
 
 @pytest.fixture

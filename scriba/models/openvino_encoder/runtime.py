@@ -1,7 +1,7 @@
 """Whisper's encoder executed by OpenVINO's CPU runtime: log-mel features in, encoder states out.
 
 The encoder is a pure function of the log-mel (no cache, no scheduling), so a graph runtime
-may run it while the paged engine keeps generating. The graph (whisper/encoder_graph.py) is
+may run it while the paged engine keeps generating. The graph (models/openvino_encoder/graph.py) is
 compiled for the host by what OpenVINO reports it can do:
   - "bf16" where the CPU has bfloat16 dot products (AVX-512 BF16, AMX): float weights,
     bfloat16 arithmetic (tiny.en, one 30 s window, 2 cores of an AVX-512 Zen 4:
@@ -14,9 +14,9 @@ compiled for the host by what OpenVINO reports it can do:
     against 265; 6% relative error in the cross K/V against bf16's 3%, the same WER);
   - "f32": float weights and float32 arithmetic (the graph checked against the torch encoder to
     float32 rounding).
-Which one a machine gets is measured once and remembered (whisper/encoder_precision.py): bf16
+Which one a machine gets is measured once and remembered (models/openvino_encoder/precision.py): bf16
 or int8-bf16 where bfloat16 is native, elsewhere int8 or f32. With `cached_padding`, a window
-that is mostly padding is encoded at the cost of its audio (whisper/cached_padding.py).
+that is mostly padding is encoded at the cost of its audio (models/openvino_encoder/cached_padding.py).
 OpenVINO is used because it is the CPU runtime made for exactly this (oneDNN's brgemm kernels,
 a fused attention op, bfloat16 and VNNI where the CPU has them, ARM too).
 """
@@ -29,10 +29,14 @@ import numpy as np
 import torch
 
 from scriba.kernels.cpu_features import native_bfloat16
-from scriba.whisper.cached_padding import SILENCE_LEVEL, SilentWindow, positions_to_encode
-from scriba.whisper.encoder_graph import build_encoder_graph
-from scriba.whisper.encoder_precision import fastest, machine_key
-from scriba.whisper.silent_window_store import load_silent_window, save_silent_window, silent_window_key
+from scriba.models.openvino_encoder.cached_padding import SILENCE_LEVEL, SilentWindow, positions_to_encode
+from scriba.models.openvino_encoder.graph import build_encoder_graph
+from scriba.models.openvino_encoder.precision import fastest, machine_key
+from scriba.models.openvino_encoder.silent_window import (
+    load_silent_window,
+    save_silent_window,
+    silent_window_key,
+)
 
 PRECISIONS = ("bf16", "int8-bf16", "int8", "f32")
 # Inputs per dynamically quantized activation group under "int8-bf16". Measured on a Zen 4 (base,
@@ -65,7 +69,7 @@ class OpenVINOEncoder:
     states [num_windows * positions, 2 * d_model] in the same graph, so the runtime that makes
     the states also makes the 1,500-row products of every decoder layer from them (tiny.en: 4
     projections of 1,500 x 384 -> 768 a window, 10+ ms in PyTorch's int8 layers on 2 cores).
-    Without a `precision`, the host's (whisper/encoder_precision.py: the faster of bf16 and
+    Without a `precision`, the host's (models/openvino_encoder/precision.py: the faster of bf16 and
     int8-bf16 where bfloat16 is native, else of int8 and f32, measured once per machine)."""
 
     def __init__(
@@ -104,7 +108,7 @@ class OpenVINOEncoder:
     def __call__(self, features: torch.Tensor) -> list[torch.Tensor]:
         """The outputs are views of the request's own buffers (no copy of tiny.en's 18 MB of K/V),
         valid until the next call: the engine writes them to its cache within the same step. With
-        the padding cached, the windows that reach as far (whisper/cached_padding.py) are encoded
+        the padding cached, the windows that reach as far (cached_padding.py) are encoded
         together, and a batch of several such groups is gathered into new tensors."""
         if self.padded_request is None:
             return _infer(self.request, features)
@@ -130,7 +134,7 @@ class OpenVINOEncoder:
 
     def encode_leading(self, features: torch.Tensor, positions: int) -> list[torch.Tensor]:
         """The outputs for `features` [B, mel_bins, frames] with only the first `positions`
-        positions encoded, the rest the silent window's (whisper/cached_padding.py)."""
+        positions encoded, the rest the silent window's (models/openvino_encoder/cached_padding.py)."""
         return _infer(self.padded_request, features[:, :, : 2 * positions + 2])
 
 
@@ -138,7 +142,7 @@ def silent_window(
     core, encoder: torch.nn.Module, cross_kv: list | None, num_threads: int, version: str
 ) -> SilentWindow:
     """The encoder's values for one window of silence (SILENCE_LEVEL in every bin), in float32:
-    stored on disk the first time (whisper/silent_window_store.py)."""
+    stored on disk the first time (models/openvino_encoder/silent_window.py)."""
     key = silent_window_key(version, [encoder, *(cross_kv or [])])
     window = load_silent_window(key)
     if window is None:

@@ -1,4 +1,4 @@
-"""The OpenVINO encoder's precision (whisper/encoder_precision.py): both candidates of the host's
+"""The OpenVINO encoder's precision (models/openvino_encoder/precision.py): both candidates of the host's
 kind (bf16 and int8-bf16 where bfloat16 is native, int8 and f32 elsewhere) timed once, the faster
 kept and remembered per machine and encoder shape; a later engine compiles only the remembered
 one."""
@@ -8,10 +8,17 @@ import json
 import pytest
 import torch
 
+from scriba.models.openvino_encoder import precision as encoder_precision
+from scriba.models.openvino_encoder import runtime as openvino_encoder
+from scriba.models.openvino_encoder.precision import (
+    MEASURED,
+    MEASURED_BF16,
+    choices_file,
+    fastest,
+    remembered,
+)
+from scriba.models.openvino_encoder.runtime import OpenVINOEncoder
 from scriba.models.registry import load_model
-from scriba.whisper import encoder_precision, openvino_encoder
-from scriba.whisper.encoder_precision import MEASURED, MEASURED_BF16, choices_file, fastest, remembered
-from scriba.whisper.openvino_encoder import OpenVINOEncoder
 
 
 @pytest.fixture

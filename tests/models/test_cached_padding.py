@@ -1,4 +1,4 @@
-"""A window's padding from a silent window's values (whisper/cached_padding.py): where the audio
+"""A window's padding from a silent window's values (models/openvino_encoder/): where the audio
 ends, from the features alone; the graph against the same computation in transformers' layers;
 a silent window the same either way; jfk.flac's words through the engine."""
 
@@ -12,16 +12,16 @@ import torch.nn.functional as F
 
 from scriba import Engine
 from scriba.media.load import load_audio
-from scriba.models.registry import load_model
-from scriba.whisper.cached_padding import (
+from scriba.models.openvino_encoder.cached_padding import (
     CACHED_UP_TO,
     MARGIN_POSITIONS,
     POSITION_STEP,
     SILENCE_LEVEL,
     positions_to_encode,
 )
+from scriba.models.openvino_encoder.runtime import OpenVINOEncoder
+from scriba.models.registry import load_model
 from scriba.whisper.log_mel import log_mel
-from scriba.whisper.openvino_encoder import OpenVINOEncoder
 
 SAMPLES_PER_POSITION = 320  # 16 kHz, two 10 ms frames a position
 

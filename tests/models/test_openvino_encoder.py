@@ -1,4 +1,4 @@
-"""The Whisper encoder as an OpenVINO graph (whisper/openvino_encoder.py): against transformers'
+"""The Whisper encoder as an OpenVINO graph (models/openvino_encoder/runtime.py): against transformers'
 encoder on the same weights in each precision, window by window, and in the engine on real
 speech (the words of jfk.flac), with its settings checked once."""
 
@@ -9,15 +9,15 @@ import torch
 from scriba import Engine
 from scriba.config import EngineConfig, resolve_config
 from scriba.media.load import load_audio
-from scriba.models.registry import load_model
-from scriba.whisper.encoder_graph import build_encoder_graph
-from scriba.whisper.openvino_encoder import (
+from scriba.models.openvino_encoder.graph import build_encoder_graph
+from scriba.models.openvino_encoder.runtime import (
     INT8_BF16_GROUP,
     OpenVINOEncoder,
     _compile,
     import_openvino,
     int8_weights,
 )
+from scriba.models.registry import load_model
 
 JFK = paths.JFK
 
@@ -151,7 +151,7 @@ def test_openvino_is_imported_without_its_telemetry():
     import sys
 
     check = (
-        "import sys; from scriba.whisper.openvino_encoder import import_openvino; import_openvino(); "
+        "import sys; from scriba.models.openvino_encoder.runtime import import_openvino; import_openvino(); "
         "assert sys.modules['openvino_telemetry'] is None; "
         "assert 'openvino.tools.ovc.telemetry_stub' in sys.modules"
     )

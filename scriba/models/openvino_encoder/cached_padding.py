@@ -1,6 +1,6 @@
 """A window that is mostly padding, encoded at the cost of its audio: the positions past the audio
 take their states from one window of silence, encoded once (and kept on disk:
-whisper/silent_window_store.py).
+models/openvino_encoder/silent_window.py).
 
 Whisper pads every window to 30 s, so a 4 s clip spends ~85% of its encoder on padding. The
 padding's states are not a function of the padding alone (attention mixes every position), so
