@@ -18,9 +18,9 @@ CPU_SPEECH = "cpu-speech"
 
 def profile_name(model: str | None, device: str, given: dict) -> str:
     """The profile `model` runs with on `device` ("auto": a GPU if torch sees one)."""
-    from scriba.config import cuda_available
+    import torch
 
-    if device.startswith("cuda") or (device == "auto" and cuda_available()):
+    if device.startswith("cuda") or (device == "auto" and torch.cuda.is_available()):
         return "gpu"
     if given.get("dtype", "auto") not in ("auto", "float32"):
         return "cpu"
