@@ -20,8 +20,8 @@ def export(name: str, out: str) -> None:
     )
 
     from scriba.models.offline import offline_model_path
-    from scriba.whisper.checkpoint_config import transformers_configs
-    from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
+    from scriba.models.whisper.checkpoint_config import transformers_configs
+    from scriba.models.whisper.ctranslate2 import load_ctranslate2_whisper
 
     folder = offline_model_path(name)
     state_dict, *configs = load_ctranslate2_whisper(folder)

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-
 from benchmarks.data import LIBRISPEECH_TEST_CLEAN, fetch_librispeech
 from benchmarks.report import suite_parser
 

@@ -57,8 +57,8 @@ def transformers_long_form():
 
     from scriba.media.load import load_audio
     from scriba.models.registry import default_model_path
-    from scriba.whisper.checkpoint_config import transformers_configs
-    from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
+    from scriba.models.whisper.checkpoint_config import transformers_configs
+    from scriba.models.whisper.ctranslate2 import load_ctranslate2_whisper
 
     folder = default_model_path()
     state_dict, *configs = load_ctranslate2_whisper(folder)

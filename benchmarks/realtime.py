@@ -25,6 +25,7 @@ import sys
 import time
 
 import numpy as np
+
 from benchmarks.data import speech_set
 from benchmarks.data import wer as word_error_rate
 from benchmarks.report import Report, suite_parser

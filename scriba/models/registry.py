@@ -26,13 +26,13 @@ MODEL_REGISTRY: dict[str, str] = {
     "BartForConditionalGeneration": "scriba.models.bart:BartForConditionalGeneration",
     "BartModel": "scriba.models.bart:BartForConditionalGeneration",
     "MBartForConditionalGeneration": "scriba.models.bart:MBartForConditionalGeneration",
-    "WhisperForConditionalGeneration": "scriba.whisper.model:WhisperForConditionalGeneration",
+    "WhisperForConditionalGeneration": "scriba.models.whisper.network:WhisperForConditionalGeneration",
 }
 # config.model_type -> its request processing (engine/request_processing.py), where it is not
 # the text models' default
 REQUEST_PROCESSING: dict[str, str] = {"whisper": "scriba.whisper.requests:WhisperRequestProcessing"}
 # CTranslate2 (faster-whisper) folders: their reader -> (weights, int8 weights, configs)
-CTRANSLATE2_READER = "scriba.whisper.ctranslate2:load_ctranslate2_whisper_int8"
+CTRANSLATE2_READER = "scriba.models.whisper.ctranslate2:load_ctranslate2_whisper_int8"
 
 
 def named(where: str):

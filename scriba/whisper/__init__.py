@@ -1,11 +1,8 @@
-"""Whisper, in one place: what the engine core does not know about it.
+"""Whisper's request processing: what the engine core does not know about it. Its network, tokens
+and checkpoints are in models/whisper/; its CPU encoder backend in models/openvino_encoder/.
 
     constants.py      sample rate, log-mel hop, 30 s window, 0.02 s timestamp step
     log_mel.py        audio samples -> log-mel features [mel_bins, frames]
-    tokens.py         the control tokens of a Whisper vocabulary
-    model.py          the network (encoder, decoder) on the paged KV cache
-                      (its encoder on the CPU runs in models/openvino_encoder/)
-    ctranslate2.py    reading CTranslate2 (faster-whisper) checkpoints
     languages.py      language names and codes; the language a request spoke
     prompt_layout.py  the decoder prompt and where each part of it sits
     logits_rules.py   the decoding rules as logits processors (timestamps, suppression, detection)

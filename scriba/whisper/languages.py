@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from scriba.whisper.language_names import LANGUAGES, TO_LANGUAGE_CODE
+from scriba.models.whisper.language_names import LANGUAGES, TO_LANGUAGE_CODE
 
 
 def whisper_language_code(language: str) -> str:

@@ -86,8 +86,8 @@ def transformers_whisper(name: str):
     from transformers import WhisperForConditionalGeneration
 
     from scriba.models.offline import offline_model_path
-    from scriba.whisper.checkpoint_config import transformers_configs
-    from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
+    from scriba.models.whisper.checkpoint_config import transformers_configs
+    from scriba.models.whisper.ctranslate2 import load_ctranslate2_whisper
 
     state_dict, *configs = load_ctranslate2_whisper(offline_model_path(name))
     config, generation_config = transformers_configs(*configs)

@@ -8,10 +8,10 @@ from faster_whisper.tokenizer import Tokenizer
 from faster_whisper.transcribe import WhisperModel, get_suppressed_tokens
 
 from scriba.models.offline import offline_model_path
-from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
+from scriba.models.whisper.ctranslate2 import load_ctranslate2_whisper
+from scriba.models.whisper.tokens import WhisperTokens
 from scriba.whisper.logits_rules import DecodingRules, TimestampRules, build_whisper_processors
 from scriba.whisper.prompt_layout import build_decoder_prompt
-from scriba.whisper.tokens import WhisperTokens
 
 MAX_LEN = 448
 

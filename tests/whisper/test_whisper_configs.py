@@ -6,7 +6,7 @@ from transformers import WhisperConfig
 from transformers import WhisperForConditionalGeneration as HFWhisper
 
 from scriba.models.loader import load_weights
-from scriba.whisper.model import WhisperForConditionalGeneration, WhisperTokens
+from scriba.models.whisper.network import WhisperForConditionalGeneration, WhisperTokens
 
 SHAPES = {  # d_model, encoder layers, decoder layers, heads, mel bins, vocab
     "tiny.en": (384, 4, 4, 6, 80, 51864),

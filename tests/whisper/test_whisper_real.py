@@ -8,7 +8,7 @@ from oracle import transformers_tiny_en
 from scriba import Engine, SamplingParams
 from scriba.media.load import load_audio
 from scriba.models.registry import default_model_path
-from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
+from scriba.models.whisper.ctranslate2 import load_ctranslate2_whisper
 from scriba.whisper.log_mel import log_mel
 
 JFK = paths.JFK

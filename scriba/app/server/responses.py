@@ -8,9 +8,9 @@ import json
 
 from fastapi.responses import JSONResponse, PlainTextResponse
 
+from scriba.models.whisper.language_names import LANGUAGES
 from scriba.transcription.results import Transcription
 from scriba.transcription.writers import to_srt, to_vtt
-from scriba.whisper.language_names import LANGUAGES
 
 FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from scriba.models.whisper.language_names import LANGUAGES
 from scriba.runtime.loops import get_loop
-from scriba.whisper.language_names import LANGUAGES
 
 BUNDLED = "tiny.en (bundled)"  # the dropdown's name for the offline default (model=None)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scriba.whisper.language_names import LANGUAGES
+from scriba.models.whisper.language_names import LANGUAGES
 
 PARAGRAPH_PAUSE = 2.0  # seconds of silence between segments that start a new paragraph
 # A paragraph this long ends at its next sentence end even without a pause (a talk without

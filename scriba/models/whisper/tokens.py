@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from scriba.whisper.language_names import LANGUAGES
+from scriba.models.whisper.language_names import LANGUAGES
 
 
 @dataclass

@@ -13,7 +13,7 @@ from torch import nn
 from scriba.kernels.metadata import AttentionMetadata
 from scriba.models.base import EncoderDecoderModel
 from scriba.models.layers import EncoderDecoderLayer
-from scriba.whisper.tokens import WhisperTokens
+from scriba.models.whisper.tokens import WhisperTokens
 
 
 class WhisperEncoder(nn.Module):

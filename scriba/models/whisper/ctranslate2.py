@@ -26,8 +26,8 @@ import struct
 
 import torch
 
-from scriba.whisper.checkpoint_config import WhisperConfig, WhisperGenerationConfig
-from scriba.whisper.language_names import LANGUAGES
+from scriba.models.whisper.checkpoint_config import WhisperConfig, WhisperGenerationConfig
+from scriba.models.whisper.language_names import LANGUAGES
 
 _DTYPES = {
     0: torch.float32,

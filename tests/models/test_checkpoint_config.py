@@ -11,10 +11,10 @@ from transformers import GenerationConfig, WhisperConfig
 from transformers.models.whisper.tokenization_whisper import LANGUAGES, TO_LANGUAGE_CODE
 
 from scriba.models.offline import offline_model_path
-from scriba.whisper import language_names
-from scriba.whisper.checkpoint_config import transformers_configs
-from scriba.whisper.ctranslate2 import load_ctranslate2_whisper
-from scriba.whisper.tokens import WhisperTokens
+from scriba.models.whisper import language_names
+from scriba.models.whisper.checkpoint_config import transformers_configs
+from scriba.models.whisper.ctranslate2 import load_ctranslate2_whisper
+from scriba.models.whisper.tokens import WhisperTokens
 
 
 @pytest.mark.parametrize("name", ["tiny.en", "base"])

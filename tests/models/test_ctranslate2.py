@@ -12,7 +12,7 @@ from oracle import JFK, JFK_WORDS, words
 from scriba import Engine, SamplingParams
 from scriba.models.loader import is_ctranslate2_folder
 from scriba.models.registry import default_model_path
-from scriba.whisper.ctranslate2 import load_ctranslate2_whisper, read_model_bin
+from scriba.models.whisper.ctranslate2 import load_ctranslate2_whisper, read_model_bin
 
 DTYPE_IDS = {torch.float32: 0, torch.int8: 1, torch.int16: 2, torch.float16: 4}
 
