@@ -90,7 +90,7 @@ class ExecutionConfig:
     # own; engine/encoder_stream.py). None: on a GPU only.
     encoder_stream: bool | None = None
     # What executes the decode-only steps of a few rows: "numba", the whole decoder as one call over
-    # the int8 weights and the paged cache (models/decoder_step.py; CPU); "torch", the modules.
+    # the int8 weights and the paged cache (models/decoder_step/; CPU); "torch", the modules.
     # "auto": "numba" where it runs, else "torch".
     decoder_runtime: str = "auto"
 

@@ -56,7 +56,7 @@ class WhisperDecoder(nn.Module):
 
     def embedding_tables(self) -> tuple[torch.Tensor, torch.Tensor]:
         """`embed` as two tables whose rows add: (tokens [vocab, d_model], positions [max
-        positions, d_model]), for steps that look the rows up themselves (decoder_step.py)."""
+        positions, d_model]), for steps that look the rows up themselves (models/decoder_step/)."""
         return self.embed_tokens.weight, self.embed_positions.weight
 
     def forward(
