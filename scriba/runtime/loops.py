@@ -7,6 +7,7 @@ once; their requests join the same continuous batch, so concurrent users share e
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 
@@ -54,15 +55,22 @@ def get_loop(model: str | None = None, **options) -> EngineLoop:
     """The shared engine loop for `model` (None or "tiny.en": the bundled Whisper tiny.en) and
     these options: one loop per configuration they resolve to (config.resolve_config), however the
     options were spelled."""
-    from scriba.config import resolve_config
-
     model = None if model == DEFAULT else model
-    key = (model, tuple(sorted(resolve_config(model, **options).options().items())))
+    key = _resolved_key(model, tuple(sorted(options.items())))
     with _lock:
         loop = _loops.get(key)
         if loop is None:
             loop = _loops[key] = EngineLoop(Engine(model, **options))
         return loop
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved_key(model: str | None, options: tuple) -> tuple:
+    """(model, the resolved configuration's settings), found once per spelling of the options: a
+    hub model's profile reads its config, which should not happen on every transcribe() call."""
+    from scriba.config import resolve_config
+
+    return model, tuple(sorted(resolve_config(model, **dict(options)).options().items()))
 
 
 def get_engine(model: str | None = None, **config) -> Engine:
