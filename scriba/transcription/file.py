@@ -11,7 +11,7 @@ from scriba.transcription.language_vote import LanguageVote
 from scriba.transcription.options import TranscribeOptions
 from scriba.transcription.results import Segment, Transcription, WindowResult
 from scriba.transcription.segmenting import coverage, split_segments
-from scriba.transcription.vad import speech_and_pauses
+from scriba.transcription.vad import speech_and_pauses, speech_probabilities
 from scriba.transcription.window_decoder import Window, WindowDecoder
 from scriba.transcription.windows import SpeechMap
 from scriba.whisper.constants import WINDOW_SAMPLES
@@ -33,10 +33,12 @@ class FileTranscription:
         self.vad = not self.clips and (
             len(wave) > WINDOW_SAMPLES if o.vad_filter is None else bool(o.vad_filter)
         )
+        self.speech_probs = None  # Silero's, when VAD ran (diarization reads them again)
         if self.clips:
             self.map = SpeechMap.clips(o.clip_timestamps, len(wave))
         elif self.vad:
-            self.map = SpeechMap(*speech_and_pauses(wave, o.vad_parameters))
+            self.speech_probs = speech_probabilities(wave)
+            self.map = SpeechMap(*speech_and_pauses(wave, o.vad_parameters, self.speech_probs))
         else:
             self.map = SpeechMap.whole(len(wave))
         self.stream = self.map.stream(wave)

@@ -42,6 +42,10 @@ class TranscribeOptions:
     output fails the compression-ratio or log-prob thresholds. `vad_filter`: decode only the speech
     Silero VAD finds (None: for audio longer than one 30 s window); `vad_parameters`: VadOptions or
     a dict of them. `word_timestamps`: each segment gets `words` and starts at its first word.
+    `diarize`: who spoke when (speaker_labels.py): segments and words get `speaker`, a segment is
+    split where the speaker changes, the result lists `speakers`; `num_speakers` (exactly), or
+    `min_speakers` / `max_speakers` (bounds; found from the voices when not given);
+    `known_speakers`: {name: a short clip of that speaker} names the voices that match.
     `hallucination_silence_threshold` (seconds; word alignment runs for it): an improbable segment
     alone in that much silence is dropped and the audio after it decoded again (openai-whisper's
     rule). `on_error`: in a list, an unreadable input gives a result with `error` set ("report")
@@ -75,6 +79,11 @@ class TranscribeOptions:
     vad_filter: bool | None = None
     vad_parameters: VadOptions | dict | None = None
     word_timestamps: bool = False
+    diarize: bool = False
+    num_speakers: int | None = None
+    min_speakers: int | None = None
+    max_speakers: int | None = None
+    known_speakers: Mapping[str, Any] | None = None
     hallucination_silence_threshold: float | None = None
     language_detection_threshold: float = THRESHOLD
     language_detection_segments: int = MAX_WINDOWS
@@ -107,6 +116,7 @@ class TranscribeOptions:
         object.__setattr__(self, "suppress_tokens", _token_ids(self.suppress_tokens))
         _check_decoding(self)
         LanguageVote(self.language_detection_threshold, self.language_detection_segments)  # checks both
+        _check_speakers(self)
         if self.aligns and self.beam_size > 1:
             raise ValueError("word_timestamps and hallucination_silence_threshold need beam_size=1")
         if self.language is not None:
@@ -117,7 +127,8 @@ class TranscribeOptions:
     @property
     def aligns(self) -> bool:
         """Whether windows need their cross-attention alignment (word times)."""
-        return self.word_timestamps or self.hallucination_silence_threshold is not None
+        words = self.word_timestamps or self.hallucination_silence_threshold is not None
+        return words or (self.diarize and self.beam_size == 1)  # speakers change between words
 
     @classmethod
     def build(cls, options: TranscribeOptions | None = None, **given) -> TranscribeOptions:
@@ -135,6 +146,21 @@ class TranscribeOptions:
         base = options or cls()
         engine = {**base.engine, **{k: v for k, v in given.items() if k in settings}}
         return dataclasses.replace(base, engine=engine, **{k: v for k, v in given.items() if k in own})
+
+
+def _check_speakers(o: TranscribeOptions) -> None:
+    from scriba.speakers.diarize import check_counts
+
+    given = [n for n in ("num_speakers", "min_speakers", "max_speakers", "known_speakers") if getattr(o, n)]
+    if given and not o.diarize:
+        raise ValueError(f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} diarize=True")
+    check_counts(o.num_speakers, o.min_speakers, o.max_speakers)
+    if o.known_speakers is not None:
+        if not isinstance(o.known_speakers, Mapping) or not all(
+            isinstance(name, str) and name.strip() for name in o.known_speakers
+        ):
+            raise ValueError("known_speakers must map each speaker's name to a reference clip")
+        object.__setattr__(o, "known_speakers", dict(o.known_speakers))
 
 
 def _check_choices(o: TranscribeOptions) -> None:

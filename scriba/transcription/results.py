@@ -15,6 +15,7 @@ class Word:
     word: str  # with its leading space, as the tokenizer writes it
     probability: float  # the mean probability of its tokens
     language: str | None = None  # its segment's
+    speaker: str | None = None  # with diarize=True
 
     def __post_init__(self) -> None:  # plain floats (they print as 0.46, not np.float64(0.46))
         self.start, self.end, self.probability = float(self.start), float(self.end), float(self.probability)
@@ -32,11 +33,23 @@ class Segment:
     compression_ratio: float = 0.0
     words: list[Word] | None = None  # with word_timestamps=True
     language: str | None = None  # its window's: detected per window with multilingual=True, else the file's
+    speaker: str | None = None  # with diarize=True: "SPEAKER_00", ... or a known speaker's name
 
     def __post_init__(self) -> None:  # plain numbers, whatever computed them
         self.start, self.end = float(self.start), float(self.end)
         self.avg_logprob, self.no_speech_prob = float(self.avg_logprob), float(self.no_speech_prob)
         self.temperature, self.compression_ratio = float(self.temperature), float(self.compression_ratio)
+
+
+@dataclass
+class Speaker:
+    """A voice heard in the audio (diarize=True): its label and how long it spoke."""
+
+    name: str  # "SPEAKER_00", "SPEAKER_01", ... in order of first words, or a known speaker's name
+    speaking_time: float  # seconds
+
+    def __post_init__(self) -> None:
+        self.speaking_time = float(self.speaking_time)
 
 
 @dataclass
@@ -50,6 +63,7 @@ class Transcription:
     coverage: float | None = None  # the fraction of that speech inside segments
     warnings: list[str] = field(default_factory=list)  # e.g. speech that produced no text
     error: str | None = None  # in a list: why this input gave no transcript (the others did)
+    speakers: list[Speaker] | None = None  # with diarize=True, in order of their first words
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -10,14 +10,13 @@ slow them, and a generator closed early cancels what is still in flight.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scriba.media.load import SAMPLE_RATE, is_audio_pair
 from scriba.transcription.driver import Event, LanguageFound, SegmentsReady
-from scriba.transcription.file import FileTranscription
 from scriba.transcription.options import TranscribeOptions
 from scriba.transcription.results import Segment
-from scriba.transcription.transcribe import begin
+from scriba.transcription.transcribe import Job, begin
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ def transcribe_stream(
             break
     language = file.language or (None if job.decoder.tokens.is_multilingual else "en")
     info = TranscriptionInfo(language, file.language_probability, len(file.wave) / SAMPLE_RATE)
-    return SegmentStream(events, early, file, o.word_timestamps, on_segments), info
+    return SegmentStream(events, early, job, o.word_timestamps, on_segments), info
 
 
 class SegmentStream(Iterator[Segment]):
@@ -55,10 +54,10 @@ class SegmentStream(Iterator[Segment]):
     transcribe() returns for the file (with its VAD coverage and warnings). `close()` early
     cancels the windows in flight."""
 
-    def __init__(self, events: Iterator[Event], early: list[Segment], file: FileTranscription, words, heard):
+    def __init__(self, events: Iterator[Event], early: list[Segment], job: Job, words, heard):
         self.transcription = None
         self._events = events
-        self._segments = self._read(early, file, words, heard)
+        self._segments = self._read(early, job, words, heard)
 
     def __next__(self) -> Segment:
         return next(self._segments)
@@ -67,17 +66,20 @@ class SegmentStream(Iterator[Segment]):
         self._segments.close()
         self._events.close()  # abandoned early: the windows in flight are cancelled
 
-    def _read(self, early: list[Segment], file: FileTranscription, words: bool, heard) -> Iterator[Segment]:
-        """Each event's segments as it comes; at the end, the file's transcription."""
+    def _read(self, early: list[Segment], job: Job, words: bool, heard) -> Iterator[Segment]:
+        """Each event's segments as it comes; at the end, the file's transcription (with
+        diarize=True, its speakers: the segments yielded before carry none)."""
         batches = [early] if early else []
+        diarize = job.options.diarize
         for batch in _chain(batches, self._events):
             if heard is not None:
                 heard(0, batch)
             for segment in batch:
                 if not words:  # aligned only for hallucination_silence_threshold, as transcribe() does
+                    segment = replace(segment, words=None) if diarize else segment
                     segment.words = None
                 yield segment
-        self.transcription = file.finish(words)
+        self.transcription = job.finish(job.files[0])
 
 
 def _chain(first: list[list[Segment]], events: Iterator[Event]) -> Iterator[list[Segment]]:

@@ -19,6 +19,13 @@ from scriba.transcription.file import FileTranscription
 from scriba.transcription.options import TranscribeOptions
 from scriba.transcription.progress import Progress, Reporter, reporter
 from scriba.transcription.results import Transcription
+from scriba.transcription.speaker_labels import (
+    changes_inside,
+    find_speakers,
+    known_voices,
+    label_speakers,
+    token_splitter,
+)
 from scriba.transcription.window_decoder import WindowDecoder
 from scriba.whisper.languages import language_code
 
@@ -52,7 +59,7 @@ def transcribe(
         if on_segments is not None and isinstance(event, SegmentsReady):
             on_segments(event.file, event.segments)
     job.say(Progress("done", job.decoder.finished, job.decoder.finished))
-    results = [job.errors.get(i) or f.finish(o.word_timestamps) for i, f in enumerate(job.files)]
+    results = [job.errors.get(i) or job.finish(f) for i, f in enumerate(job.files)]
     return results[0] if single else results
 
 
@@ -66,6 +73,19 @@ class Job:
     errors: dict[int, Transcription]
     events: Iterator[Event]
     say: Callable
+    options: TranscribeOptions
+    speakers: list | None = None  # each file's Diarization (diarize=True)
+
+    def finish(self, file: FileTranscription) -> Transcription:
+        """The file's transcription, once its windows are decoded: with its speakers when asked."""
+        o = self.options
+        result = file.finish(o.word_timestamps or o.diarize)
+        if self.speakers is not None:
+            split = token_splitter(self.decoder.decode, self.decoder.tokens.timestamp_begin)
+            label_speakers(result, self.speakers[self.files.index(file)], split)
+            for s in result.segments if not o.word_timestamps else []:
+                s.words = None
+        return result
 
 
 def begin(
@@ -78,6 +98,7 @@ def begin(
     say(Progress("loading model"))
     loop = get_loop(o.model, **o.engine)
     language = _check_request_options(loop.engine, o.language, o.task)
+    voices = known_voices(o.known_speakers) if o.diarize else None
     decoder = WindowDecoder(loop, o, report, cancel)
     say(Progress("reading audio"))
     waves, errors = _load_all(sources, raise_errors)
@@ -85,9 +106,20 @@ def begin(
     prompt_ids = decoder.text_ids(o.initial_prompt)
     multilingual = decoder.tokens.is_multilingual
     files = [FileTranscription(w, o, language, prompt_ids, multilingual) for w in waves]
+    speakers = None
+    if o.diarize:
+        say(Progress("finding speakers"))
+        speakers = [find_speakers(f.wave, o, f.speech_probs, voices) for f in files]
+        decoder.aligned = lambda w: _speaker_changes(files[w.file], speakers[w.file], w)
     say(Progress("transcribing"))
     events = run(decoder, files, o.mode, o.condition_on_previous_text, streaming)
-    return Job(decoder, files, errors, events, say)
+    return Job(decoder, files, errors, events, say, o, speakers)
+
+
+def _speaker_changes(file: FileTranscription, found, window) -> bool:
+    """Whether the speaker changes inside the window's audio (its words then need times)."""
+    start, end = file.map.span_to_original(window.offset, window.offset + window.seconds, margin=0.0)
+    return changes_inside(found, start, end)
 
 
 def _load_all(sources: list, raise_errors: bool) -> tuple[list[np.ndarray], dict[int, Transcription]]:

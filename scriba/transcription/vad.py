@@ -95,32 +95,43 @@ def speech_chunks(wave: np.ndarray, options: VadOptions | None = None) -> list[t
     return speech_and_pauses(wave, options)[0]
 
 
-def speech_and_pauses(wave: np.ndarray, options: VadOptions | None = None):
+def speech_probabilities(wave: np.ndarray) -> np.ndarray:
+    """[frames] float32: the chance that each 32 ms frame of a 16 kHz wave is speech."""
+    if wave.size == 0:
+        return np.zeros(0, np.float32)
+    return _silero()[0].audio_forward(np.ascontiguousarray(wave, dtype=np.float32))
+
+
+def chunks_of(probs: np.ndarray, num_samples: int, options: VadOptions | None = None, min_silence_ms=None):
+    """Silero's rules over per-frame speech probabilities: [(start, end)] samples of speech
+    (`min_silence_ms`: the pause that ends a chunk, the options' by default)."""
+    o = options or VadOptions()
+    if num_samples == 0:
+        return []
+    found = _silero()[1](
+        probs,
+        sampling_rate=SAMPLE_RATE,
+        threshold=o.threshold,
+        neg_threshold=o.neg_threshold,
+        min_speech_duration_ms=o.min_speech_duration_ms,
+        max_speech_duration_s=o.max_speech_duration_s,
+        min_silence_duration_ms=o.min_silence_duration_ms if min_silence_ms is None else min_silence_ms,
+        speech_pad_ms=o.speech_pad_ms,
+        audio_length_samples=num_samples,
+    )
+    return [(int(c["start"]), min(int(c["end"]), num_samples)) for c in found]
+
+
+def speech_and_pauses(wave: np.ndarray, options: VadOptions | None = None, probs: np.ndarray | None = None):
     """The speech chunks (as speech_chunks), and the pauses inside them: sample positions, in
     order, in the middle of every pause of at least PAUSE_MS, where a window may be cut without
-    cutting a word. Both come from one pass of the model over the wave."""
+    cutting a word. Both come from one pass of the model over the wave (or its `probs`)."""
     o = options or VadOptions()
     if wave.size == 0:
         return [], []
-    model, from_probs = _silero()
-    probs = model.audio_forward(np.ascontiguousarray(wave, dtype=np.float32))
-
-    def chunks(min_silence_ms: int) -> list[tuple[int, int]]:
-        found = from_probs(
-            probs,
-            sampling_rate=SAMPLE_RATE,
-            threshold=o.threshold,
-            neg_threshold=o.neg_threshold,
-            min_speech_duration_ms=o.min_speech_duration_ms,
-            max_speech_duration_s=o.max_speech_duration_s,
-            min_silence_duration_ms=min_silence_ms,
-            speech_pad_ms=o.speech_pad_ms,
-            audio_length_samples=wave.size,
-        )
-        return [(int(c["start"]), min(int(c["end"]), wave.size)) for c in found]
-
-    speech = chunks(o.min_silence_duration_ms)
-    finer = chunks(min(PAUSE_MS, o.min_silence_duration_ms))
+    probs = speech_probabilities(wave) if probs is None else probs
+    speech = chunks_of(probs, wave.size, o)
+    finer = chunks_of(probs, wave.size, o, min(PAUSE_MS, o.min_silence_duration_ms))
     pauses = [(a[1] + b[0]) // 2 for a, b in zip(finer, finer[1:])]
     return speech, _inside(pauses, speech)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 
@@ -74,6 +74,9 @@ class WindowDecoder:
         self.temperatures = options.temperature
         self.guards = Guards.from_options(options)
         self.heads = self.engine.model.alignment_heads if options.aligns else None
+        # Whether a window's words need times; diarization sets it to the windows where the
+        # speaker changes (word_timestamps and the hallucination guard align every window).
+        self.aligned: Callable[[Window], bool] | None = None
         self.tokens = self.engine.model.tokens
         self.hotword_ids, self.prefix_ids = self.text_ids(options.hotwords), self.text_ids(options.prefix)
         self.report = report
@@ -206,10 +209,15 @@ class WindowDecoder:
             n=o.best_of if temperature > 0 else 1,  # candidates drawn, the likeliest kept (_result)
             temperature=temperature,
             logprobs=0,
-            cross_attention_heads=self.heads,
+            cross_attention_heads=self.heads if self._aligns(w) else None,
             seed=window_seed(w, temperature) if temperature > 0 else None,
             **limits,
         )
+
+    def _aligns(self, w: Window) -> bool:
+        o = self.options
+        every = o.word_timestamps or o.hallucination_silence_threshold is not None
+        return every or self.aligned is None or self.aligned(w)
 
     def _result(self, out, temperature: float, window: Window) -> WindowResult:
         """The engine's output as a WindowResult: text tokens (after the prefix the window was

@@ -6,6 +6,7 @@ heads; dynamic time warping then gives each token the time it first reaches.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import torch
 
@@ -24,26 +25,57 @@ def median_filter(x: torch.Tensor, width: int = MEDIAN_FILTER_WIDTH) -> torch.Te
     if x.shape[-1] <= pad:
         return x
     padded = torch.nn.functional.pad(x[None], (pad, pad, 0, 0), mode="reflect")[0]  # x: [H, T, P]
-    return padded.unfold(-1, width, 1).sort()[0][..., pad]
+    rows = np.ascontiguousarray(padded.reshape(-1, padded.shape[-1]).numpy())
+    return torch.from_numpy(_sliding_median(rows, width)).reshape(x.shape)
+
+
+@numba.njit(cache=True, nogil=True)
+def _sliding_median(rows: np.ndarray, width: int) -> np.ndarray:
+    """[r, n + width - 1] -> [r, n]: each window's middle value. Width 7 (the filter's) runs
+    Knuth's 16-comparator sorting network, branch-free (the compiler vectorizes it over the
+    positions); other widths an insertion sort."""
+    count, out_len = rows.shape[0], rows.shape[1] - width + 1
+    out = np.empty((count, out_len), dtype=rows.dtype)
+    if width == 7:
+        for r in range(count):
+            for k in range(out_len):
+                a0, a1, a2, a3 = rows[r, k], rows[r, k + 1], rows[r, k + 2], rows[r, k + 3]
+                a4, a5, a6 = rows[r, k + 4], rows[r, k + 5], rows[r, k + 6]
+                a0, a6 = min(a0, a6), max(a0, a6)
+                a2, a3 = min(a2, a3), max(a2, a3)
+                a4, a5 = min(a4, a5), max(a4, a5)
+                a0, a2 = min(a0, a2), max(a0, a2)
+                a1, a4 = min(a1, a4), max(a1, a4)
+                a3, a6 = min(a3, a6), max(a3, a6)
+                a0, a1 = min(a0, a1), max(a0, a1)
+                a2, a5 = min(a2, a5), max(a2, a5)
+                a3, a4 = min(a3, a4), max(a3, a4)
+                a1, a2 = min(a1, a2), max(a1, a2)
+                a4, a6 = min(a4, a6), max(a4, a6)
+                a2, a3 = min(a2, a3), max(a2, a3)
+                a4, a5 = min(a4, a5), max(a4, a5)
+                a1, a2 = min(a1, a2), max(a1, a2)
+                a3, a4 = min(a3, a4), max(a3, a4)
+                out[r, k] = a3
+        return out
+    window = np.empty(width, dtype=rows.dtype)
+    for r in range(count):
+        for k in range(out_len):
+            for a in range(width):
+                value, b = rows[r, k + a], a
+                while b > 0 and window[b - 1] > value:
+                    window[b] = window[b - 1]
+                    b -= 1
+                window[b] = value
+            out[r, k] = window[width // 2]
+    return out
 
 
 def dtw(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The cheapest monotonic path through `cost` [tokens, frames], as (token, frame) index
-    arrays; ties go diagonal, then up, then left, as openai-whisper's. Vectorized along the
-    anti-diagonals (each depends only on the two before it)."""
+    arrays; ties go diagonal, then up, then left, as openai-whisper's."""
+    trace = _dtw_trace(np.ascontiguousarray(cost))
     n, m = cost.shape
-    acc = np.full((n + 1, m + 1), np.inf, dtype=np.float32)
-    trace = np.full((n + 1, m + 1), -1, dtype=np.int8)
-    acc[0, 0] = 0
-    for d in range(2, n + m + 1):
-        i = np.arange(max(1, d - m), min(n, d - 1) + 1)
-        j = d - i
-        c0, c1, c2 = acc[i - 1, j - 1], acc[i - 1, j], acc[i, j - 1]
-        step = np.where((c0 < c1) & (c0 < c2), 0, np.where((c1 < c0) & (c1 < c2), 1, 2))
-        best = np.where(step == 0, c0, np.where(step == 1, c1, c2))
-        acc[i, j] = cost[i - 1, j - 1] + best
-        trace[i, j] = step
-    trace[0, :], trace[:, 0] = 2, 1
     i, j, path = n, m, []
     while i > 0 or j > 0:
         path.append((i - 1, j - 1))
@@ -51,6 +83,30 @@ def dtw(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         i, j = (i - 1, j - 1) if t == 0 else (i - 1, j) if t == 1 else (i, j - 1)
     path.reverse()
     return np.array([p[0] for p in path]), np.array([p[1] for p in path])
+
+
+@numba.njit(cache=True, nogil=True)
+def _dtw_trace(cost: np.ndarray) -> np.ndarray:
+    """[n + 1, m + 1] int8: the step that reaches each cell (0 diagonal, 1 up, 2 left), the
+    sums kept in float32 as openai-whisper's."""
+    n, m = cost.shape
+    acc = np.full((n + 1, m + 1), np.inf, dtype=np.float32)
+    trace = np.full((n + 1, m + 1), -1, dtype=np.int8)
+    acc[0, 0] = 0
+    for j in range(1, m + 1):
+        for i in range(1, n + 1):
+            c0, c1, c2 = acc[i - 1, j - 1], acc[i - 1, j], acc[i, j - 1]
+            if c0 < c1 and c0 < c2:
+                best, step = c0, 0
+            elif c1 < c0 and c1 < c2:
+                best, step = c1, 1
+            else:
+                best, step = c2, 2
+            acc[i, j] = cost[i - 1, j - 1] + best
+            trace[i, j] = step
+    trace[0, :] = 2
+    trace[:, 0] = 1
+    return trace
 
 
 def token_times(weights: np.ndarray, prompt_len: int, num_generated: int, num_positions: int) -> np.ndarray:

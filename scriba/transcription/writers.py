@@ -19,16 +19,22 @@ def _clock(seconds: float, decimal: str) -> str:
     return f"{hours:02d}:{minutes:02d}:{secs:02d}{decimal}{millis:03d}"
 
 
+def labelled(text: str, speaker: str | None) -> str:
+    """The text after its speaker's label, as WhisperX writes it: `[SPEAKER_00]: text`."""
+    return text if speaker is None else f"[{speaker}]: {text}"
+
+
 def to_txt(result: Transcription, word_cues: bool = False) -> str:
-    """One line per segment."""
-    return "".join(seg.text.strip() + "\n" for seg in result.segments)
+    """One line per segment (after its speaker's label, when diarized)."""
+    return "".join(labelled(seg.text.strip(), seg.speaker) + "\n" for seg in result.segments)
 
 
 def _cues(segments, word_cues: bool) -> list[tuple[float, float, str]]:
-    """(start, end, text) per segment, or per word when asked and the words are there."""
+    """(start, end, text) per segment, or per word when asked and the words are there; the text
+    after its speaker's label when diarized."""
     if word_cues and all(seg.words is not None for seg in segments):
-        return [(w.start, w.end, w.word.strip()) for seg in segments for w in seg.words]
-    return [(seg.start, seg.end, seg.text.strip()) for seg in segments]
+        return [(w.start, w.end, labelled(w.word.strip(), w.speaker)) for seg in segments for w in seg.words]
+    return [(seg.start, seg.end, labelled(seg.text.strip(), seg.speaker)) for seg in segments]
 
 
 def _srt_cue(i: int, start: float, end: float, text: str) -> str:
@@ -58,7 +64,7 @@ def stream_transcript(segments, fmt: str, word_cues: bool = False):
         yield "WEBVTT\n\n"
     for segment in segments:
         if fmt == "txt":
-            yield segment.text.strip() + "\n"
+            yield labelled(segment.text.strip(), segment.speaker) + "\n"
             continue
         for cue in _cues([segment], word_cues):
             number += 1

@@ -17,13 +17,14 @@ def test_engine_files_name_no_model_family():
 
 
 def test_imports_run_one_way():
-    """app -> transcription | summarization -> runtime -> whisper -> engine -> models -> kernels,
-    media below whisper: no module imports a package above its own, and the two pipelines do
-    not import each other (the registry names model families as strings, imported late)."""
+    """app -> transcription | summarization -> speakers | runtime -> whisper -> engine -> models ->
+    kernels, media below whisper: no module imports a package above its own, the two pipelines
+    do not import each other (the registry names model families as strings, imported late), and
+    who spoke when (speakers) needs no engine."""
     order = [
         "app",
         "transcription|summarization",
-        "runtime",
+        "speakers|runtime",
         "whisper",
         "media",
         "engine",
@@ -36,6 +37,7 @@ def test_imports_run_one_way():
     }
     banned["transcription"].append("summarization")
     banned["summarization"].append("transcription")
+    banned["speakers"] += ["runtime", "engine", "models"]
     banned["media"] += ["engine", "models", "kernels"]  # audio decoding needs no model
     assert sorted(banned) == sorted(p.name for p in SCRIBA.iterdir() if any(p.glob("*.py")))
     for package, above in banned.items():

@@ -226,7 +226,8 @@ def run_transcribe(args: argparse.Namespace) -> int:
         except AudioError as e:
             print(f"scriba: error: {e}", file=sys.stderr)
             failed += 1
-    if len(waves) == 1 and not args.output_dir and args.format != "json":
+    streams = not args.output_dir and args.format != "json" and not args.diarize  # speakers come at the end
+    if len(waves) == 1 and streams:
         _print_as_decoded(waves[0], args)
     elif waves:
         results = transcribe(waves, transcribe_options(args), progress=sys.stderr.isatty())

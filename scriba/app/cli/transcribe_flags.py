@@ -17,6 +17,10 @@ FLAGS = {
     "beam_size": ("--beam-size", int, "beams (1: greedy)"),
     "timestamps": ("--no-timestamps", bool, "one segment per window, no timestamp tokens"),
     "word_timestamps": ("--word-timestamps", bool, "time each word (JSON gets words; see --word-cues)"),
+    "diarize": ("--diarize", bool, "who spoke when: speaker labels on segments and words"),
+    "num_speakers": ("--num-speakers", int, "with --diarize: exactly this many speakers"),
+    "min_speakers": ("--min-speakers", int, "with --diarize: at least this many speakers"),
+    "max_speakers": ("--max-speakers", int, "with --diarize: at most this many speakers"),
     "language_detection_threshold": (
         "--language-detection-threshold", float,
         "a speech window this sure of its language decides it (else more windows vote)",
@@ -73,6 +77,13 @@ def add_transcribe_flags(parser: argparse.ArgumentParser) -> None:
     for option, (flag, kind, meaning) in FLAGS.items():
         _add(parser.add_argument, option, flag, kind, meaning, defaults[option])
     parser.add_argument(
+        "--known-speaker",
+        dest="known_speakers",
+        action="append",
+        metavar="NAME=CLIP",
+        help="with --diarize: name the voice that matches this short clip of the speaker (repeatable)",
+    )
+    parser.add_argument(
         "--vad",
         default=None,
         choices=["auto", "on", "off"],
@@ -92,6 +103,8 @@ def transcribe_options(args: argparse.Namespace, engine: dict):
         given["suppress_tokens"] = _ids(given["suppress_tokens"])
     if args.vad is not None:
         given["vad_filter"] = VAD_CHOICES[args.vad]
+    if getattr(args, "known_speakers", None):
+        given["known_speakers"] = _known(args.known_speakers)
     return TranscribeOptions(**given, engine=engine)
 
 
@@ -100,3 +113,14 @@ def _ids(text: str) -> tuple[int, ...]:
         return tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise ValueError(f"--suppress-tokens must be comma-separated token ids, got {text!r}") from None
+
+
+def _known(pairs: list[str]) -> dict[str, str]:
+    """NAME=CLIP pairs -> {name: clip path}."""
+    known = {}
+    for pair in pairs:
+        name, sep, clip = pair.partition("=")
+        if not sep or not name.strip() or not clip:
+            raise ValueError(f"--known-speaker takes NAME=CLIP, got {pair!r}")
+        known[name.strip()] = clip
+    return known
