@@ -1,5 +1,5 @@
 """Writes requirements.txt, what a Hugging Face Space installs, from pyproject.toml's dependencies
-and its `ui` extra (the web app the Space serves), so the two cannot drift (tests/test_space.py
+and its `ui` and `speakers` extras (the web app the Space serves, with speakers), so the two cannot drift (tests/test_space.py
 checks the file is this script's output).
 
     python tools/space_requirements.py          # rewrite requirements.txt
@@ -17,7 +17,8 @@ HEADER = (
 
 def space_requirements() -> str:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = project["dependencies"] + project["optional-dependencies"]["ui"]
+    extras = project["optional-dependencies"]
+    wanted = project["dependencies"] + extras["ui"] + extras["speakers"]
     return HEADER + "".join(f"{dependency}\n" for dependency in wanted)
 
 

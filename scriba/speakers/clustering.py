@@ -16,6 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 MAX_SPEAKERS = 8  # the most voices the eigengap may find when no bound is given
+# The most neighbours a piece keeps, as a share of the pieces (NeMo's maximum pruning ratio): more
+# would join a voice heard in fewer pieces to a bigger one.
+MAX_NEIGHBOURS = 0.25
+KMEANS_STARTS = 5
 MERGE_DISTANCE = 0.4  # average cosine distance between two voices' turns that makes them one
 
 
@@ -29,7 +33,7 @@ def spectral(embeddings: np.ndarray, num=None, low=None, high=None, seed: int = 
     top = max(1, min(high or MAX_SPEAKERS, n - 1))
     lo = min(max((low or 1) - 1, 0), top - 1)
     best = None
-    for p in sorted({max(2, int(round(n * share))) for share in np.linspace(0.05, 0.5, 10)}):
+    for p in sorted({max(2, int(round(n * share))) for share in np.linspace(0.05, MAX_NEIGHBOURS, 10)}):
         values, vectors = np.linalg.eigh(_laplacian(_pruned(sims, p)))
         gaps = np.diff(values[: top + 1]) / max(values[-1], 1e-10)
         k = min(num, n) if num is not None else int(np.argmax(gaps[lo:])) + lo + 1
@@ -42,8 +46,13 @@ def spectral(embeddings: np.ndarray, num=None, low=None, high=None, seed: int = 
     from scipy.cluster.vq import kmeans2
 
     points = vectors[:, :k] / np.maximum(np.linalg.norm(vectors[:, :k], axis=1, keepdims=True), 1e-10)
-    _, labels = kmeans2(points, k, minit="++", seed=seed, iter=30)
-    return dense(labels)
+    best_labels, best_cost = None, np.inf
+    for attempt in range(KMEANS_STARTS):  # k-means from several starts: the tightest wins
+        centres, labels = kmeans2(points, k, minit="++", seed=seed + attempt, iter=30)
+        cost = float(np.square(points - centres[labels]).sum())
+        if cost < best_cost:
+            best_labels, best_cost = labels, cost
+    return dense(best_labels)
 
 
 def merge_voices(turns: np.ndarray, voice: np.ndarray, low=None, distance=MERGE_DISTANCE) -> np.ndarray:

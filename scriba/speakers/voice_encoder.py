@@ -63,7 +63,7 @@ def _build(torch):
         def forward(self, mels):
             """mels [pieces, frames, 40] float32 -> [pieces, 256] unit vectors."""
             _, (hidden, _) = self.lstm(mels)
-            raw = torch.relu(self.linear(hidden[-1]))
+            raw = torch.relu(self.linear(hidden[-1])).float()  # normed in float32 under autocast
             return raw / raw.norm(dim=1, keepdim=True).clamp(min=1e-8)
 
     return VoiceEncoder()

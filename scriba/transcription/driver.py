@@ -23,8 +23,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from scriba.media.load import SAMPLE_RATE
+from scriba.whisper.constants import TIME_PRECISION
 from scriba.transcription.file import FileTranscription
 from scriba.transcription.results import Segment, WindowResult
+from scriba.transcription.vad import speech_chunks
 from scriba.transcription.window_decoder import Window, WindowDecoder
 from scriba.transcription.windows import (
     FILL_SAMPLES,
@@ -185,12 +187,45 @@ class Batched:
         """A window in the file's language: its segments; its unfinished tail, if any, is next."""
         file = self.files[window.file]
         new, advance = file.add(window, result, self.decoder)
-        tail = tail_window(window.start, window.end, advance)
+        resume = None
+        if new and advance >= window.seconds:
+            resume = _resume_point(file, window, result, new[-1], self.decoder.tokens.timestamp_begin)
+        tail = tail_window(window.start, window.end, advance if resume is None else resume)
         ready = file.completed_by(window, tail)
         if tail is None:
             return [], ready
         prev = self.guards.next_context(list(window.prev_ids), new, result, self.condition)
-        return [file.window(window.file, *tail, prev)], ready
+        return [file.window(window.file, *tail, () if resume is not None else prev)], ready
+
+
+# A batched window is cut at a pause, often where the voice changes, and a small model tends to
+# stop its text at the change: it ends on a timestamp well before the window's end (as if the
+# rest were silence), or closes a short sentence with a timestamp far past it (skipping what
+# followed). openai-whisper's loop would drop the rest of the window; here, when speech is left,
+# the rest is decoded again from where the text stopped, without the previous text (which led
+# the model to follow the voice before the change).
+RESUME_SECONDS = 1.5  # speech left after the text, at least, to decode again
+SKIP_SECONDS = 8.0  # a last segment claiming this long ...
+SLOWEST_CHARS_PER_SECOND = 4.0  # ... for text this slow skipped speech
+USUAL_CHARS_PER_SECOND = 12.0  # where such text would end
+
+
+def _resume_point(file, window: Window, result: WindowResult, last: Segment, timestamp_begin: int):
+    """Seconds into the window where its text stopped short of speech left after it, or None."""
+    tokens = result.tokens
+    if not tokens or tokens[-1] < timestamp_begin:
+        return None
+    stamps = [t for t in tokens[:-1] if t >= timestamp_begin]
+    start = (stamps[-1] - timestamp_begin) * TIME_PRECISION if stamps else 0.0
+    stopped = (tokens[-1] - timestamp_begin) * TIME_PRECISION
+    chars = len(last.text.strip())
+    if stopped - start >= SKIP_SECONDS and chars < SLOWEST_CHARS_PER_SECOND * (stopped - start):
+        stopped = start + chars / USUAL_CHARS_PER_SECOND
+        last.end = max(last.start, file.map.to_original(window.offset + stopped, is_end=True))
+    if stopped < 1.0 or window.seconds - stopped < RESUME_SECONDS:
+        return None
+    rest = window.samples[int(stopped * SAMPLE_RATE) :]
+    return stopped if file.vad or speech_chunks(rest) else None
 
 
 class Sequential:

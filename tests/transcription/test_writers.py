@@ -1,8 +1,11 @@
-"""Transcripts written a segment at a time (the CLI's terminal output) equal the whole file."""
+"""Transcripts written a segment at a time (the CLI's terminal output) equal the whole file; each
+format as literal text, with and without speakers."""
+
+import json
 
 import pytest
 
-from scriba.transcription.results import Segment, Transcription, Word
+from scriba.transcription.results import Segment, Speaker, Transcription, Word
 from scriba.transcription.writers import format_transcript, stream_transcript
 
 
@@ -62,3 +65,52 @@ def test_each_format_as_literal_text():
     assert '"tokens": [1, 2]' in format_transcript(result, "json")
     late = Transcription("x", "en", None, 4000.0, [Segment(3725.5, 3726.0, " late", [1], -0.1, 0.0)])
     assert "01:02:05,500 --> 01:02:06,000" in format_transcript(late, "srt")
+
+
+def _diarized() -> Transcription:
+    result = _transcript(True)
+    for segment, who in zip(result.segments, ["SPEAKER_00", "SPEAKER_01", "Ana"]):
+        segment.speaker = who
+        for w in segment.words:
+            w.speaker = who
+    result.speakers = [Speaker("SPEAKER_00", 2.5), Speaker("SPEAKER_01", 2.5), Speaker("Ana", 2.5)]
+    return result
+
+
+def test_each_format_with_speakers_as_literal_text():
+    """WhisperX's labels, `[SPEAKER_00]: ` before each line or cue (a known name as is); JSON
+    carries `speaker` on segments and words and the speakers with their speaking time."""
+    result = _diarized()
+    assert format_transcript(result, "txt") == (
+        "[SPEAKER_00]: And so, my fellow Americans,\n[SPEAKER_01]: ask not --> what\n[Ana]: your country can do.\n"
+    )
+    assert format_transcript(result, "srt") == (
+        "1\n00:00:00,000 --> 00:00:02,500\n[SPEAKER_00]: And so, my fellow Americans,\n\n"
+        "2\n00:00:03,000 --> 00:00:05,500\n[SPEAKER_01]: ask not -> what\n\n"
+        "3\n00:00:06,000 --> 00:00:08,500\n[Ana]: your country can do.\n"
+    )
+    assert format_transcript(result, "vtt") == (
+        "WEBVTT\n\n"
+        "00:00:00.000 --> 00:00:02.500\n[SPEAKER_00]: And so, my fellow Americans,\n\n"
+        "00:00:03.000 --> 00:00:05.500\n[SPEAKER_01]: ask not -> what\n\n"
+        "00:00:06.000 --> 00:00:08.500\n[Ana]: your country can do.\n"
+    )
+    assert format_transcript(result, "srt", word_cues=True).split("\n\n")[5] == (
+        "6\n00:00:03,000 --> 00:00:03,400\n[SPEAKER_01]: ask"
+    )
+    data = json.loads(format_transcript(result, "json"))
+    assert [s["speaker"] for s in data["segments"]] == ["SPEAKER_00", "SPEAKER_01", "Ana"]
+    assert data["segments"][1]["words"][0]["speaker"] == "SPEAKER_01"
+    assert data["speakers"] == [
+        {"name": "SPEAKER_00", "speaking_time": 2.5}, {"name": "SPEAKER_01", "speaking_time": 2.5},
+        {"name": "Ana", "speaking_time": 2.5},
+    ]
+    for fmt in ("txt", "srt", "vtt"):
+        assert "".join(stream_transcript(iter(result.segments), fmt)) == format_transcript(result, fmt)
+
+
+def test_without_diarization_no_label_is_written():
+    result = _transcript(True)
+    assert "[" not in format_transcript(result, "txt") + format_transcript(result, "srt")
+    data = json.loads(format_transcript(result, "json"))
+    assert data["speakers"] is None and data["segments"][0]["speaker"] is None

@@ -1,7 +1,8 @@
 """POST /v1/audio/transcriptions and /v1/audio/translations, as OpenAI's audio API takes them
 (multipart: file, model, language, prompt, response_format, temperature,
-timestamp_granularities[], stream), and Scriba's extension fields (extensions.py: faster-whisper's
-options). A client that hangs up aborts its windows at once."""
+timestamp_granularities[], stream, known_speaker_names[], known_speaker_references[]), and
+Scriba's extension fields (extensions.py: faster-whisper's options; speakers_api.py: diarize and
+the speaker counts). A client that hangs up aborts its windows at once."""
 
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ from fastapi.responses import StreamingResponse
 
 from scriba.app.server.errors import APIError, engine_unavailable, media_error
 from scriba.app.server.extensions import extension_options
+from scriba.app.server.speakers_api import REFERENCES, segment_event, speaker_options
 from scriba.app.server.responses import (
     FORMATS,
     delta_event,
     done_event,
     error_event,
     render,
+    sse,
 )
 from scriba.app.server.uploads import remove, save_upload, upload_name
 from scriba.media.load import SAMPLE_RATE, AudioError, load_audio
@@ -109,8 +112,10 @@ async def _run(request: Request, path: str, name: str, options: TranscribeOption
     except AudioError as e:
         raise media_error(e) from None
     except (ValueError, TypeError) as e:
-        param = "language" if "language" in str(e) else None
-        raise APIError(400, str(e).splitlines()[0], param) from None
+        message = str(e).splitlines()[0]
+        about = REFERENCES if message.startswith("known speaker") else None
+        param = about or ("language" if "language" in message else None)
+        raise APIError(400, message, param) from None
     finally:
         # A failed job holds its error, whose traceback holds this frame (and, from the worker,
         # transcribe()'s, with the audio): a cycle only a full garbage collection would free.
@@ -137,6 +142,11 @@ def _stream(path: str, name: str, options: TranscribeOptions, cleanup) -> Stream
             while (segment := await _in_worker(next, segments, None)) is not None:
                 texts.append(segment.text)
                 yield delta_event(segment.text.lstrip() if len(texts) == 1 else segment.text)
+            if options.diarize:  # the speakers are known once the whole file is decoded
+                result = segments.transcription
+                order = [p.name for p in result.speakers or []]
+                for i, labelled in enumerate(result.segments):
+                    yield sse(segment_event(i, labelled, order))
             yield done_event("".join(texts).strip())
         except Exception as e:  # noqa: BLE001 - the stream ends with the error as its last event
             yield error_event(e)
@@ -152,7 +162,8 @@ async def _answer(request: Request, task: str, file: UploadFile, form: dict):
     settings = request.app.state.settings
     granularities = form.pop("granularities") or []
     fmt, stream = form["fmt"], form.pop("stream")
-    extensions = extension_options(await request.form())  # parsed once by Starlette: cached
+    parsed = await request.form()  # parsed once by Starlette: cached
+    extensions = extension_options(parsed) | speaker_options(parsed, fmt)
     options = _options(request, task, granularities=granularities, extensions=extensions, **form)
     path, _ = await save_upload(file, settings.max_upload_bytes, settings.max_audio_seconds)
     name = upload_name(file)

@@ -1,6 +1,7 @@
 """Transcriptions in OpenAI's response formats: json, text, srt, vtt, verbose_json (segments with
 id, seek, start, end, text, tokens, temperature, avg_logprob, compression_ratio, no_speech_prob;
-words), and the streamed events (transcript.text.delta / transcript.text.done)."""
+words; with diarization, speakers), diarized_json (speakers_api.py), and the streamed events
+(transcript.text.delta / transcript.text.segment / transcript.text.done)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import json
 
 from fastapi.responses import JSONResponse, PlainTextResponse
 
+from scriba.app.server.speakers_api import diarized
 from scriba.models.whisper.language_names import LANGUAGES
 from scriba.transcription.results import Transcription
-from scriba.transcription.writers import to_srt, to_vtt
+from scriba.transcription.writers import to_srt, to_txt, to_vtt
 
-FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
+FORMATS = ("json", "text", "srt", "vtt", "verbose_json", "diarized_json")
 
 
 def language_name(code: str | None) -> str:
@@ -40,12 +42,16 @@ def verbose(result: Transcription, task: str, words: bool, segments: bool) -> di
                 "compression_ratio": s.compression_ratio,
                 "no_speech_prob": s.no_speech_prob,
                 "language": language_name(s.language),  # Scriba's: per segment with multilingual
+                **({"speaker": s.speaker} if s.speaker else {}),  # Scriba's: with diarize
             }
             for i, s in enumerate(result.segments)
         ]
+    if result.speakers is not None:
+        body["speakers"] = [{"speaker": p.name, "speaking_time": p.speaking_time} for p in result.speakers]
     if words:
         body["words"] = [
             {"word": w.word.strip(), "start": round(w.start, 2), "end": round(w.end, 2)}
+            | ({"speaker": w.speaker} if w.speaker else {})
             for s in result.segments
             for w in s.words or []
         ]
@@ -56,7 +62,9 @@ def render(result: Transcription, fmt: str, task: str, granularities: set[str]):
     if fmt == "json":
         return JSONResponse({"text": result.text})
     if fmt == "text":
-        return PlainTextResponse(result.text + "\n")
+        return PlainTextResponse(to_txt(result) if result.speakers is not None else result.text + "\n")
+    if fmt == "diarized_json":
+        return JSONResponse(diarized(result, task))
     if fmt == "srt":
         return PlainTextResponse(to_srt(result))
     if fmt == "vtt":
