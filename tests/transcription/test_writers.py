@@ -82,7 +82,9 @@ def test_each_format_with_speakers_as_literal_text():
     carries `speaker` on segments and words and the speakers with their speaking time."""
     result = _diarized()
     assert format_transcript(result, "txt") == (
-        "[SPEAKER_00]: And so, my fellow Americans,\n[SPEAKER_01]: ask not --> what\n[Ana]: your country can do.\n"
+        "[SPEAKER_00]: And so, my fellow Americans,\n"
+        "[SPEAKER_01]: ask not --> what\n"
+        "[Ana]: your country can do.\n"
     )
     assert format_transcript(result, "srt") == (
         "1\n00:00:00,000 --> 00:00:02,500\n[SPEAKER_00]: And so, my fellow Americans,\n\n"
