@@ -6,12 +6,15 @@ import subprocess
 import sys
 
 import paths
+import soundfile as sf
+from speakers import REFERENCES, clip, conversation
 
 from scriba import Engine, SamplingParams
 
 
 def scriba(*args, stdin=None):
     exe = shutil.which("scriba") or None
+    args = [str(a) for a in args]
     cmd = [exe, *args] if exe else [sys.executable, "-m", "scriba.app.cli.main", *args]
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=300)
 
@@ -231,3 +234,32 @@ def test_serve_without_the_server_extra_says_how_to_get_it():
         "scriba: error: scriba serve needs the server extra (prometheus_client is missing): "
         "pip install 'scriba[server]'"
     )
+
+
+def test_transcribe_with_speakers(tmp_path):
+    """--diarize labels each line (WhisperX's `[SPEAKER_00]: `), JSON lists the speakers,
+    --known-speaker names them; impossible counts and a bad pair are one-line errors."""
+    wave, reference = conversation()
+    talk = tmp_path / "talk.wav"
+    sf.write(talk, wave, 16000)
+    text = scriba("transcribe", talk, "--diarize")
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[0].startswith("[SPEAKER_00]: The")
+    assert any(line.startswith("[SPEAKER_01]: ") for line in lines)
+    named = scriba("transcribe", talk, "--diarize", "--format", "json", "--num-speakers", "2",
+                   "--known-speaker", f"Linda={clip(REFERENCES['ljspeech'])}")
+    data = json.loads(named.stdout)
+    assert [s["name"] for s in data["speakers"]] == ["Linda", "SPEAKER_00"]
+    assert data["segments"][0]["speaker"] == "Linda"
+    for args, message in [
+        (["--diarize", "--num-speakers", "0"],
+         "scriba: error: num_speakers must be a whole number of at least 1, got 0"),
+        (["--diarize", "--min-speakers", "3", "--max-speakers", "2"],
+         "scriba: error: min_speakers (3) is more than max_speakers (2)"),
+        (["--diarize", "--known-speaker", "Linda"],
+         "scriba: error: --known-speaker takes NAME=CLIP, got 'Linda'"),
+        (["--max-speakers", "2"], "scriba: error: max_speakers needs diarize=True"),
+    ]:
+        bad = scriba("transcribe", talk, *args)
+        assert bad.returncode != 0 and bad.stderr.strip() == message, bad.stderr

@@ -16,6 +16,8 @@ import paths
 import pytest
 import soundfile as sf
 
+from speakers import REFERENCES, clip, conversation, speaker_at
+
 import scriba
 from scriba.app.cluster.results_file import read_rows
 
@@ -139,3 +141,21 @@ def _transcriber_pids() -> list[int]:
         except OSError:
             continue
     return sorted(pids)
+
+
+def test_speakers_in_every_row_named_from_reference_clips(tmp_path):
+    folder = tmp_path / "talks"
+    folder.mkdir()
+    wave, reference = conversation()
+    sf.write(folder / "talk.wav", wave, 16000)
+    sf.write(folder / "swapped.wav", np.concatenate([wave[16000 * 25 :], wave[: 16000 * 25]]), 16000)
+    out = tmp_path / "out.jsonl"
+    linda, sam = clip(REFERENCES["ljspeech"]), clip(REFERENCES["librispeech_61"])
+    batch(folder, "--output", out, "--workers", 1, "--diarize", "--known-speaker", f"Linda={linda}",
+          "--known-speaker", f"Sam={sam}")
+    rows = {os.path.basename(r["path"]): r for r in read_rows(str(out))}
+    assert [s["name"] for s in rows["talk.wav"]["speakers"]] == ["Linda", "Sam"]
+    assert [s["name"] for s in rows["swapped.wav"]["speakers"]] == ["Sam", "Linda"]  # who speaks first
+    for segment in rows["talk.wav"]["segments"]:
+        truth = speaker_at(reference, (segment["start"] + segment["end"]) / 2)
+        assert truth is None or {"Linda": "ljspeech", "Sam": "librispeech_61"}[segment["speaker"]] == truth
