@@ -11,19 +11,27 @@ Span = tuple[float, float, str]  # start, end (seconds), text
 
 def transcript_spans(transcript, index: int = 0) -> list[Span] | None:
     """(start, end, text) of each segment with text, for a transcription result or its JSON
-    (a dict with "segments"); None when `transcript` is neither."""
+    (a dict with "segments"); None when `transcript` is neither. A diarized segment's text
+    follows its speaker ("SPEAKER_00: ..."), so the summary can say who said what."""
     if isinstance(transcript, dict):
         if not isinstance(transcript.get("segments"), list):
             return None
         try:
-            segments = [(float(s["start"]), float(s["end"]), str(s["text"])) for s in transcript["segments"]]
-        except (KeyError, TypeError, ValueError):
+            segments = [
+                (float(s["start"]), float(s["end"]), str(s["text"]), s.get("speaker"))
+                for s in transcript["segments"]
+            ]
+        except (KeyError, TypeError, ValueError, AttributeError):
             raise ValueError(f"transcript {index}: each segment needs start, end and text") from None
     elif hasattr(transcript, "segments"):
-        segments = [(s.start, s.end, s.text) for s in transcript.segments]
+        segments = [(s.start, s.end, s.text, getattr(s, "speaker", None)) for s in transcript.segments]
     else:
         return None
-    return [(start, end, text.strip()) for start, end, text in segments if text.strip()]
+    return [(start, end, _said(text.strip(), who)) for start, end, text, who in segments if text.strip()]
+
+
+def _said(text: str, speaker) -> str:
+    return f"{speaker}: {text}" if speaker else text
 
 
 def sections(spans: list[Span], tokenizer, max_input: int) -> list[Span]:

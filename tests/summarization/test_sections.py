@@ -83,3 +83,22 @@ def test_time_ranges_and_bad_transcripts(tiny_bart):
         scriba.summarize(["Fine text.", {"segments": [{"text": "no times"}]}], model=tiny_bart[0])
     with pytest.raises(TypeError, match="text 0 is a int, not a str or a transcript"):
         scriba.summarize(3, model=tiny_bart[0])
+
+
+def test_a_diarized_transcript_is_summarized_with_who_said_what(tiny_bart):
+    """The text handed to the summarizer carries each segment's speaker: summarizing the
+    diarized transcript is summarizing its segments written as "SPEAKER_00: ..."."""
+    from scriba.summarization.sections import transcript_spans
+
+    diarized = transcript(12)
+    for i, s in enumerate(diarized.segments):
+        s.speaker = ("SPEAKER_00", "Ana")[i % 2]
+    spans = transcript_spans(diarized)
+    assert spans[0][2] == "SPEAKER_00: Part 0 tells of item 0." and spans[1][2] == "Ana: Part 1 tells of item 1."
+    assert transcript_spans(json.loads(to_json(diarized))) == spans
+    written = transcript(12)
+    for s, d in zip(written.segments, diarized.segments):
+        s.text = f" {d.speaker}: {s.text.strip()}"
+    summary = scriba.summarize(diarized, model=tiny_bart[0], max_length=20)
+    assert summary == scriba.summarize(written, model=tiny_bart[0], max_length=20)
+    assert summary != scriba.summarize(transcript(12), model=tiny_bart[0], max_length=20)

@@ -18,11 +18,13 @@ from scriba.app.ui.summarize_tab import (
     run_transcript_summary,
     summarizer_state,
 )
+from scriba.app.ui.speakers_view import HEADERS
 from scriba.app.ui.transcribe_tab import (
     PRECISION_INFO,
     follow_model,
     precision_choices,
     seek_to_segment,
+    rename_speakers,
     stream_transcription,
 )
 from scriba.models.offline import offered_models
@@ -55,7 +57,13 @@ def _options(models: list[str]) -> list:
             precision_choices(), value="int8", label="Speed", elem_id="precision", info=PRECISION_INFO
         )
         word_timestamps = gr.Checkbox(value=False, label="Word timestamps")
-    return [model, language, task, timestamps, precision, word_timestamps]
+    with gr.Row():
+        diarize = gr.Checkbox(value=False, label="Speakers", info="who spoke when", elem_id="diarize")
+        num_speakers = gr.Number(
+            value=0, precision=0, minimum=0, label="How many speakers", info="0: find out",
+            elem_id="num-speakers",
+        )
+    return [model, language, task, timestamps, precision, word_timestamps, diarize, num_speakers]
 
 
 def _results() -> dict:
@@ -65,16 +73,23 @@ def _results() -> dict:
             label="Transcript", lines=8, interactive=False, elem_id="transcript", buttons=["copy"]
         ),
         segments=gr.Dataframe(
-            headers=["start", "end", "language", "text"],
+            headers=["start", "end", "speaker", "language", "text"],
             label="Segments (click one to play from there)",
             interactive=False,
             elem_id="segments",
         ),
         words=gr.Dataframe(
-            headers=["start", "end", "word", "probability"],
+            headers=["start", "end", "speaker", "word", "probability"],
             label="Words (with word timestamps)",
             interactive=False,
             elem_id="words",
+            visible=False,
+        ),
+        speakers=gr.Dataframe(
+            headers=HEADERS,
+            label="Speakers (type a name, then Rename: the transcript and downloads follow)",
+            interactive=True,
+            elem_id="speakers",
             visible=False,
         ),
         downloads=gr.File(
@@ -107,6 +122,8 @@ def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER, summarize
             advanced = build_advanced(gr)
             go = gr.Button("Transcribe", variant="primary", elem_id="transcribe-button")
             out = _results()
+            rename = gr.Button("Rename speakers", elem_id="rename-speakers")
+            kept = gr.State(None)
             to_summary, why_not, transcript_summary, sections = build_transcript_summary(gr)
         with gr.Tab("Live"):
             build_live_tab(gr, options[0])
@@ -127,6 +144,7 @@ def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER, summarize
         )
         audio.upload(uploads.check_upload, [audio], [audio, notice])
         outputs = [out["language"], out["transcript"], out["segments"], out["downloads"], out["words"]]
+        outputs += [out["speakers"], kept]
         # One progress bar, over the language line: the transcript stays readable as it grows
         # (Gradio draws one over every output otherwise).
         go.click(
@@ -137,6 +155,9 @@ def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER, summarize
             show_progress_on=[out["language"]],
         )
         out["segments"].select(_seek, None, [audio]).then(None, js=PLAY_JS)
+        rename.click(
+            rename_speakers, [kept, out["speakers"]], [out["transcript"], out["segments"], out["downloads"]]
+        )
         # The transcript is summarized with the configured summarizer, section by section.
         to_summary.click(
             run_transcript_summary,

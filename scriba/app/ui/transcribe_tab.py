@@ -1,5 +1,6 @@
-"""The Transcribe tab: audio in; a language line, the transcript in paragraphs, a segments table
-that seeks the player, a word view, and TXT/SRT/VTT/JSON downloads out."""
+"""The Transcribe tab: audio in; a language line, the transcript in paragraphs (in turns, with
+speakers), a segments table that seeks the player, a word view, the speakers (named on the
+page), and TXT/SRT/VTT/JSON downloads out."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import threading
 from scriba.app.ui import uploads
 from scriba.app.ui.advanced import advanced_options
 from scriba.app.ui.choices import describe_model, model_arg, whisper_facts
+from scriba.app.ui.speakers_view import renamed, speaker_rows, turns_text
 from scriba.app.ui.text import clock, language_line, paragraphs, seconds_of
 from scriba.media.load import SAMPLE_RATE, AudioError, load_audio
 from scriba.transcription.options import TranscribeOptions
@@ -42,14 +44,18 @@ def run_transcription(
     timestamps,
     precision="int8",
     word_timestamps=False,
+    diarize=False,
+    num_speakers=0,
     progress=None,
     advanced=None,
 ):
-    """Gradio handler: (language line, transcript, segment rows, download files, word rows).
+    """Gradio handler: (language line, transcript, segment rows, download files, word rows,
+    speaker rows, the result). `diarize`: who spoke when (`num_speakers` of them; 0: found);
     `progress` (Gradio's) gets the stages and the windows as they finish; `advanced`: the
     advanced options' values (advanced.NAMES' order; None: their defaults)."""
     *_, last = stream_transcription(
-        audio_path, model, language, task, timestamps, precision, word_timestamps, progress, advanced
+        audio_path, model, language, task, timestamps, precision, word_timestamps, diarize, num_speakers,
+        progress, advanced,
     )
     return last
 
@@ -62,6 +68,8 @@ def stream_transcription(
     timestamps,
     precision="int8",
     word_timestamps=False,
+    diarize=False,
+    num_speakers=0,
     progress=None,
     advanced=None,
 ):
@@ -83,6 +91,8 @@ def stream_transcription(
             task=task,
             timestamps=bool(timestamps),
             word_timestamps=bool(word_timestamps),
+            diarize=bool(diarize),
+            num_speakers=int(num_speakers) if diarize and num_speakers else None,
             engine=PRECISIONS.get(precision, {}),
             **(advanced_options(advanced) if advanced is not None else {}),
         )
@@ -100,8 +110,9 @@ def stream_transcription(
 
 
 def segment_row(segment) -> list:
-    """A row of the segments table: start, end, language, text."""
-    return [clock(segment.start), clock(segment.end), segment.language or "", segment.text.strip()]
+    """A row of the segments table: start, end, speaker, language, text."""
+    start, end = clock(segment.start), clock(segment.end)
+    return [start, end, segment.speaker or "", segment.language or "", segment.text.strip()]
 
 
 def _read_upload(audio_path) -> object:
@@ -121,25 +132,50 @@ def _partial(info, heard: list, multilingual: bool, timestamps: bool) -> tuple:
     text = paragraphs(heard) if timestamps else "".join(s.text for s in heard).strip()
     rows = [segment_row(s) for s in heard]
     line = language_line(info.language, info.language_probability, multilingual)
-    return line, text, rows, gr.update(), gr.update()
+    return line, text, rows, gr.update(), gr.update(), gr.update(), None
 
 
 def _show(result, audio_path: str, multilingual: bool, timestamps: bool, word_timestamps: bool) -> tuple:
-    """The result for the page: language line, text, segment rows, downloads, word rows (the
-    last two as updates: shown only when there is something in them)."""
+    """The result for the page: language line, text, segment rows, downloads, word rows,
+    speaker rows (the last three as updates: shown only when there is something in them), and
+    the result itself (kept by the page, for renaming its speakers)."""
     import gradio as gr
 
     words = [
-        [clock(w.start), clock(w.end), w.word.strip(), round(w.probability, 2)]
+        [clock(w.start), clock(w.end), w.speaker or "", w.word.strip(), round(w.probability, 2)]
         for s in result.segments
         for w in s.words or []
     ]
     return (
         language_line(result.language, result.language_probability, multilingual),
-        paragraphs(result.segments) if timestamps else result.text,
+        _text(result, timestamps),
         [segment_row(s) for s in result.segments],
         gr.update(value=_downloads(result, audio_path), visible=True),
         gr.update(value=words, visible=bool(word_timestamps)),
+        gr.update(value=speaker_rows(result), visible=result.speakers is not None),
+        (result, audio_path, timestamps),
+    )
+
+
+def _text(result, timestamps: bool) -> str:
+    if result.speakers is not None:
+        return turns_text(result.segments)
+    return paragraphs(result.segments) if timestamps else result.text
+
+
+def rename_speakers(kept, rows):
+    """Gradio handler for "Rename speakers": the transcript, segment rows and downloads with
+    the names in the speakers table."""
+    import gradio as gr
+
+    if not kept:
+        raise uploads.user_error("Transcribe something with speakers first.")
+    result, audio_path, timestamps = kept
+    named = renamed(result, rows)
+    return (
+        _text(named, timestamps),
+        [segment_row(s) for s in named.segments],
+        gr.update(value=_downloads(named, audio_path), visible=True),
     )
 
 

@@ -82,7 +82,9 @@ def test_known_speakers_name_the_voices(client, talk):
             file=f,
             response_format="diarized_json",
             known_speaker_names=["Sam", "Linda"],
-            known_speaker_references=[data_url(REFERENCES["librispeech_61"]), data_url(REFERENCES["ljspeech"])],
+            known_speaker_references=[
+                data_url(REFERENCES["librispeech_61"]), data_url(REFERENCES["ljspeech"])
+            ],
         )
     assert {s.speaker for s in d.segments} == {"Linda", "Sam"}
     assert agreement(d.segments, reference, {"Linda": "ljspeech", "Sam": "librispeech_61"}) >= 0.95
@@ -92,7 +94,10 @@ def test_speakers_in_verbose_json_and_the_text_formats(client, talk):
     path, reference = talk
     with open(path, "rb") as f:
         v = client.audio.transcriptions.create(
-            model="whisper-1", file=f, response_format="verbose_json", timestamp_granularities=["word", "segment"],
+            model="whisper-1",
+            file=f,
+            response_format="verbose_json",
+            timestamp_granularities=["word", "segment"],
             extra_body={"diarize": "true", "num_speakers": "2"},
         ).model_dump()
     assert [p["speaker"] for p in v["speakers"]] == ["SPEAKER_00", "SPEAKER_01"]
@@ -125,15 +130,18 @@ def test_the_stream_ends_with_the_labelled_segments(server, talk):
 
 
 @pytest.mark.parametrize("fields, param, message", [
-    ({"known_speaker_names[]": ["Sam", "Linda"], "known_speaker_references[]": ["data:audio/ogg;base64,AAAA"]},
+    ({"known_speaker_names[]": ["Sam", "Linda"],
+      "known_speaker_references[]": ["data:audio/ogg;base64,AAAA"]},
      "known_speaker_names[]", "2 known_speaker_names[] but 1 known_speaker_references[]"),
     ({"known_speaker_names[]": ["Sam"], "known_speaker_references[]": ["https://example.com/sam.wav"]},
      "known_speaker_references[]", "known_speaker_references[0] must be a data URL"),
     ({"known_speaker_names[]": ["Sam"],
       "known_speaker_references[]": ["data:audio/wav;base64," + base64.b64encode(b"no audio here").decode()]},
      "known_speaker_references[]", "known speaker 'Sam': the reference clip is not usable"),
-    ({"num_speakers": "0", "diarize": "true"}, "num_speakers", "num_speakers must be a whole number of at least 1"),
-    ({"min_speakers": "3", "max_speakers": "2"}, "min_speakers", "min_speakers (3) is more than max_speakers (2)"),
+    ({"num_speakers": "0", "diarize": "true"}, "num_speakers",
+     "num_speakers must be a whole number of at least 1"),
+    ({"min_speakers": "3", "max_speakers": "2"}, "min_speakers",
+     "min_speakers (3) is more than max_speakers (2)"),
     ({"num_speakers": "two"}, "num_speakers", "num_speakers must be a whole number, got 'two'"),
 ])
 def test_bad_speaker_requests_are_400s_and_the_server_keeps_serving(server, client, fields, param, message):

@@ -44,11 +44,14 @@ def test_clock_and_paragraphs():
 
 
 def test_transcription_gives_language_text_rows_and_subtitles():
-    detected, text, rows, files, words = ui.run_transcription(JFK, "", "auto", "transcribe", True)
+    detected, text, rows, files, words, speakers, _ = ui.run_transcription(
+        JFK, "", "auto", "transcribe", True
+    )
     files, words = files["value"], words["value"]
     assert detected == "English (English-only model)" and "fellow americans" in text.lower()
-    assert rows and all(0 <= seconds(start) < seconds(end) <= 11.1 for start, end, _, _ in rows)
-    assert {language for _, _, language, _ in rows} == {"en"}  # each segment's language, shown
+    assert rows and all(0 <= seconds(start) < seconds(end) <= 11.1 for start, end, _, _, _ in rows)
+    assert {language for _, _, _, language, _ in rows} == {"en"}  # each segment's language, shown
+    assert {who for _, _, who, _, _ in rows} == {""} and not speakers["visible"]  # none unless asked
     assert sorted(os.path.basename(f) for f in files) == ["jfk.json", "jfk.srt", "jfk.txt", "jfk.vtt"]
     assert open(files[1]).read().startswith("1\n00:00:00,000 --> ")
     assert open(files[0]).read().split() == text.split()  # TXT: one line per segment
@@ -70,7 +73,7 @@ def test_the_transcript_grows_as_windows_finish(tmp_path):
     gap = np.zeros(3 * 16000, dtype=np.float32)
     sf.write(path, np.concatenate([jfk, gap, jfk[: 5 * 16000], gap, jfk]), 16000)
     shown = list(ui.transcribe_tab.stream_transcription(str(path), "", "auto", "transcribe", True))
-    *partial, (_, text, rows, files, _) = shown
+    *partial, (_, text, rows, files, *_) = shown
     assert partial and all(p[3] == gr.update() for p in partial)  # files only at the end
     lengths = [len(p[2]) for p in partial]
     assert lengths == sorted(lengths) and lengths[0] < len(rows) == lengths[-1]
@@ -79,19 +82,18 @@ def test_the_transcript_grows_as_windows_finish(tmp_path):
 
 
 def test_word_timestamps_fill_the_word_view():
-    *_, words = ui.run_transcription(JFK, "", "auto", "transcribe", True, "float32", True)
+    _, _, _, _, words, _, _ = ui.run_transcription(JFK, "", "auto", "transcribe", True, "float32", True)
     assert words["visible"]
     words = words["value"]
-    assert [w[2] for w in words[:5]] == ["And", "so", "my", "fellow", "Americans"]
-    assert all(0 <= seconds(start) <= seconds(end) <= 11.1 and 0 < p <= 1 for start, end, _, p in words)
+    assert [w[3] for w in words[:5]] == ["And", "so", "my", "fellow", "Americans"]
+    assert all(0 <= seconds(start) <= seconds(end) <= 11.1 and 0 < p <= 1 for start, end, _, _, p in words)
     assert [seconds(w[0]) for w in words] == sorted(seconds(w[0]) for w in words)
 
 
 def test_int8_precision_transcribes_the_same_words():
-    _, text, rows, _, _ = ui.run_transcription(JFK, "", "auto", "transcribe", True, "int8")
+    _, text, rows, *_ = ui.run_transcription(JFK, "", "auto", "transcribe", True, "int8")
     assert "ask not what your country can do for you" in text.lower().replace(",", "").replace(".", "")
-    assert rows and all(0 <= seconds(start) < seconds(end) <= 11.1 for start, end, _, _ in rows)
-    assert {language for _, _, language, _ in rows} == {"en"}  # each segment's language, shown
+    assert rows and all(0 <= seconds(start) < seconds(end) <= 11.1 for start, end, *_ in rows)
 
 
 def test_audio_inputs_are_bounded(tmp_path, monkeypatch):
@@ -197,7 +199,7 @@ def test_the_advanced_options_reach_the_transcription():
     assert advanced_options(list(defaults.values()))["suppress_tokens"] == (-1,)
     chosen = {**defaults, "prefix": "And so, my dear", "hotwords": "country, ask", "clip_timestamps": "0,9"}
     chosen["suppress_tokens"], chosen["no_repeat_ngram_size"] = "-1, 1499", 3
-    _, text, rows, _, _ = ui.run_transcription(
+    _, text, rows, *_ = ui.run_transcription(
         JFK, "", "auto", "transcribe", True, "int8", advanced=list(chosen.values())
     )
     options = advanced_options(list(chosen.values()))
@@ -206,3 +208,33 @@ def test_the_advanced_options_reach_the_transcription():
     assert text == expected.text and text.startswith("And so, my dear") and "country" not in text
     with pytest.raises(ValueError, match="Suppressed tokens must be comma-separated"):
         advanced_options(list({**defaults, "suppress_tokens": "x"}.values()))
+
+
+def test_speakers_label_the_transcript_and_are_renamed_on_the_page_and_in_the_downloads(tmp_path):
+    import json
+
+    import soundfile as sf
+    from speakers import conversation
+
+    wave, reference = conversation()
+    path = tmp_path / "talk.wav"
+    sf.write(path, wave, 16000)
+    _, text, rows, files, _, speakers, kept = ui.run_transcription(
+        str(path), "", "auto", "transcribe", True, "int8", False, True, 0
+    )
+    turns = text.split("\n\n")
+    assert turns[0].startswith("[SPEAKER_00]: The") and turns[1].startswith("[SPEAKER_01]: ")
+    assert len(turns) >= 5 and all(t.startswith(("[SPEAKER_00]: ", "[SPEAKER_01]: ")) for t in turns)
+    assert {row[2] for row in rows} == {"SPEAKER_00", "SPEAKER_01"}
+    assert speakers["visible"]
+    assert [r[:2] for r in speakers["value"]] == [["SPEAKER_00"] * 2, ["SPEAKER_01"] * 2]
+    table = [["SPEAKER_00", "Linda", "0:15.0"], ["SPEAKER_01", "", "0:12.0"]]  # empty: the label stays
+    text, rows, files = ui.transcribe_tab.rename_speakers(kept, table)
+    assert text.startswith("[Linda]: The") and "[SPEAKER_01]: " in text and "SPEAKER_00" not in text
+    assert {row[2] for row in rows} == {"Linda", "SPEAKER_01"}
+    written = {os.path.splitext(f)[1]: open(f, encoding="utf-8").read() for f in files["value"]}
+    assert written[".txt"].startswith("[Linda]: The") and "[Linda]: " in written[".srt"]
+    assert [s["name"] for s in json.loads(written[".json"])["speakers"]] == ["Linda", "SPEAKER_01"]
+    assert kept[0].speakers[0].name == "SPEAKER_00"  # the kept result is unchanged: renames start from it
+    with pytest.raises(gr.Error, match="Transcribe something with speakers first"):
+        ui.transcribe_tab.rename_speakers(None, table)
