@@ -21,6 +21,7 @@ SUITES = {
     "realtime": ("realtime", "Realtime transcription sessions at real-time pace: delays, kept up, WER"),
     "cold-start": ("cold_start", "a first transcript in a fresh process, and where its time goes"),
     "summarize": ("summarize", "BART summarization: Scriba against transformers generate()"),
+    "diarization": ("diarization", "who spoke when: DER and speaker counts, and the time it adds"),
     "multilingual": ("multilingual", "the multilingual base per language and task against faster-whisper"),
     "gpu": ("gpu", "the GPU path against transformers on real shapes (RTFx, floors, host time)"),
     "gpu-tune": ("gpu_tune", "launch settings of the Triton paged decode on this GPU"),

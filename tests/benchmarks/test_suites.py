@@ -27,6 +27,7 @@ EXPECTED = {
     "cold-start": "faster-whisper int8, cold: best",
     "summarize": "greedy outputs identical to transformers: 4/4",
     "multilingual": "languages detected right 1/1",
+    "diarization": "speaker counts right 2/2",
     "gpu": "greedy tokens identical to transformers: 4/4",
     "gpu-tune": "err ",
 }

@@ -94,7 +94,8 @@ def test_a_diarized_transcript_is_summarized_with_who_said_what(tiny_bart):
     for i, s in enumerate(diarized.segments):
         s.speaker = ("SPEAKER_00", "Ana")[i % 2]
     spans = transcript_spans(diarized)
-    assert spans[0][2] == "SPEAKER_00: Part 0 tells of item 0." and spans[1][2] == "Ana: Part 1 tells of item 1."
+    assert spans[0][2] == "SPEAKER_00: Part 0 tells of item 0."
+    assert spans[1][2] == "Ana: Part 1 tells of item 1."
     assert transcript_spans(json.loads(to_json(diarized))) == spans
     written = transcript(12)
     for s, d in zip(written.segments, diarized.segments):
