@@ -54,7 +54,8 @@ def scored(say, title: str, items) -> None:
 
     options = TranscribeOptions(diarize=True)
     say(f"{title}: {len(items)} recordings")
-    columns = ("seconds", 8), ("speakers", 9), ("found", 6), ("DER", 7), ("missed", 7), ("false", 7), ("confused", 9)
+    columns = [("seconds", 8), ("speakers", 9), ("found", 6), ("DER", 7)]
+    columns += [("missed", 7), ("false", 7), ("confused", 9)]
     say(f"{'recording':<22} " + " ".join(f"{name:>{width}}" for name, width in columns))
     totals, right = [0.0, 0.0, 0.0, 0.0], 0
     for name, wave, reference in items:
