@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scriba.speakers.clustering import centroids, dense, merge_voices, spectral
-from scriba.speakers.pieces import pieces, regular_starts, speech_mels, starts_across
+from scriba.speakers.encoders import unit
+from scriba.speakers.pieces import pieces, regular_starts, speech_mels, starts_across, wave_pieces
 from scriba.speakers.turns import Run, frame_labels, named_turns, runs_of, turn_embeddings
 from scriba.speakers.voice_encoder import FRAME_SAMPLES, PIECE_FRAMES, SAMPLE_RATE, embed, level_gain
 
@@ -56,9 +57,11 @@ def diarize(
     min_speakers: int | None = None,
     max_speakers: int | None = None,
     known: dict[str, np.ndarray] | None = None,
+    encoder=None,
 ) -> Diarization:
     """The speaker turns of a 16 kHz `wave` whose speech is `speech` ([(start, end)] samples).
-    `known`: name -> a voice (voice_of) naming the voice nearest to it."""
+    `known`: name -> a voice (voice_of) naming the voice nearest to it; `encoder`: another
+    speaker embedding (encoders.py; None: the bundled voice encoder)."""
     check_counts(num_speakers, min_speakers, max_speakers)
     spans = [(int(s), int(e)) for s, e in speech if e > s]
     if not spans:
@@ -69,14 +72,15 @@ def diarize(
     mels, frames = pieces(speech, starts)
     if len(mels) == 0:  # speech too short to tell voices apart: one speaker
         return Diarization([SpeakerTurn(s / SAMPLE_RATE, e / SAMPLE_RATE, "SPEAKER_00") for s, e in spans])
-    embeddings = embed(mels)
+    embeddings = _embedded(speech, starts, mels, encoder)
     labels = spectral(embeddings, num_speakers, min_speakers, max_speakers)
     voices = centroids(embeddings, labels)
     runs = runs_of(frame_labels(frames, embeddings @ voices.T, speech.spans), speech.spans)
     changes = [b.start for a, b in zip(runs, runs[1:]) if a.end == b.start and a.voice != b.voice]
-    more_mels, more_frames = pieces(speech, starts_across(speech, changes, CHANGE_OFFSETS, starts))
+    across = starts_across(speech, changes, CHANGE_OFFSETS, starts)
+    more_mels, more_frames = pieces(speech, across)
     if len(more_mels):
-        embeddings = np.concatenate([embeddings, embed(more_mels)])
+        embeddings = np.concatenate([embeddings, _embedded(speech, across, more_mels, encoder)])
         frames = np.concatenate([frames, more_frames])
         runs = runs_of(frame_labels(frames, embeddings @ voices.T, speech.spans), speech.spans)
     turns, has = turn_embeddings(runs, frames, embeddings)
@@ -89,15 +93,22 @@ def diarize(
     return Diarization([SpeakerTurn(*t) for t in named_turns(runs, named, FRAME_SAMPLES / SAMPLE_RATE)])
 
 
-def voice_of(wave: np.ndarray) -> np.ndarray:
-    """[256] the unit mean voice of a clip of one speaker (16 kHz), e.g. a known speaker's
-    reference."""
+def voice_of(wave: np.ndarray, encoder=None) -> np.ndarray:
+    """[d] the unit mean voice of a clip of one speaker (16 kHz), e.g. a known speaker's
+    reference (`encoder`: as diarize's)."""
     speech = speech_mels(wave, [(0, len(wave))], level_gain(wave))
-    mels, _ = pieces(speech, [regular_starts(len(speech.mels[0]), PIECE_FRAMES // 2)])
+    starts = [regular_starts(len(speech.mels[0]), PIECE_FRAMES // 2)]
+    mels, _ = pieces(speech, starts)
     if len(mels) == 0:
         raise ValueError("a reference clip must hold at least half a second of speech")
-    mean = embed(mels).mean(axis=0)
+    mean = _embedded(speech, starts, mels, encoder).mean(axis=0)
     return mean / max(float(np.linalg.norm(mean)), 1e-8)
+
+
+def _embedded(speech, starts, mels: np.ndarray, encoder) -> np.ndarray:
+    """[n, d] unit embeddings of the pieces: the bundled encoder's of their mels, or `encoder`'s
+    of their samples."""
+    return embed(mels) if encoder is None else unit(encoder(wave_pieces(speech, starts)))
 
 
 def _relabel(runs: list[Run], has: np.ndarray, merged: np.ndarray) -> None:

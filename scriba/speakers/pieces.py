@@ -23,13 +23,26 @@ class Speech:
 
     mels: list[np.ndarray]
     spans: np.ndarray
+    waves: list[np.ndarray]  # each span's samples (scaled), for an encoder of its own (encoders.py)
 
 
 def speech_mels(wave: np.ndarray, spans: list[tuple[int, int]], gain: float) -> Speech:
     """The mel frames of `wave` (16 kHz) inside the speech `spans` (samples), scaled by `gain`."""
-    mels = [mel_frames(wave[start:end] * gain) for start, end in spans]
+    waves = [wave[start:end] * gain for start, end in spans]
+    mels = [mel_frames(w) for w in waves]
     firsts = [start // FRAME_SAMPLES for start, _ in spans]
-    return Speech(mels, np.array([(f, f + len(m)) for f, m in zip(firsts, mels)], np.int64).reshape(-1, 2))
+    frames = np.array([(f, f + len(m)) for f, m in zip(firsts, mels)], np.int64).reshape(-1, 2)
+    return Speech(mels, frames, waves)
+
+
+def wave_pieces(speech: Speech, starts: list[list[int]]) -> np.ndarray:
+    """[n, 25600] float32: the samples of the pieces `pieces` cuts (zero-padded alike)."""
+    size, out = PIECE_FRAMES * FRAME_SAMPLES, []
+    for wave, at in zip(speech.waves, starts):
+        for a in at:
+            piece = wave[a * FRAME_SAMPLES : a * FRAME_SAMPLES + size]
+            out.append(np.pad(piece, (0, size - len(piece))))
+    return np.stack(out).astype(np.float32) if out else np.zeros((0, size), np.float32)
 
 
 def pieces(speech: Speech, starts: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:

@@ -45,7 +45,9 @@ class TranscribeOptions:
     `diarize`: who spoke when (speaker_labels.py): segments and words get `speaker`, a segment is
     split where the speaker changes, the result lists `speakers`; `num_speakers` (exactly), or
     `min_speakers` / `max_speakers` (bounds; found from the voices when not given);
-    `known_speakers`: {name: a short clip of that speaker} names the voices that match.
+    `known_speakers`: {name: a short clip of that speaker} names the voices that match;
+    `speaker_model`: another speaker embedding (a SpeechBrain hub model's name, or a function;
+    scriba/speakers/encoders.py), the bundled Resemblyzer encoder when None.
     `hallucination_silence_threshold` (seconds; word alignment runs for it): an improbable segment
     alone in that much silence is dropped and the audio after it decoded again (openai-whisper's
     rule). `on_error`: in a list, an unreadable input gives a result with `error` set ("report")
@@ -84,6 +86,7 @@ class TranscribeOptions:
     min_speakers: int | None = None
     max_speakers: int | None = None
     known_speakers: Mapping[str, Any] | None = None
+    speaker_model: Any = None
     hallucination_silence_threshold: float | None = None
     language_detection_threshold: float = THRESHOLD
     language_detection_segments: int = MAX_WINDOWS
@@ -151,7 +154,8 @@ class TranscribeOptions:
 def _check_speakers(o: TranscribeOptions) -> None:
     from scriba.speakers.diarize import check_counts
 
-    given = [n for n in ("num_speakers", "min_speakers", "max_speakers", "known_speakers") if getattr(o, n)]
+    asked = ("num_speakers", "min_speakers", "max_speakers", "known_speakers", "speaker_model")
+    given = [n for n in asked if getattr(o, n)]
     if given and not o.diarize:
         raise ValueError(f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} diarize=True")
     check_counts(o.num_speakers, o.min_speakers, o.max_speakers)

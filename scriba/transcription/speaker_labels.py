@@ -24,25 +24,25 @@ SPEECH = VadOptions(min_silence_duration_ms=300, speech_pad_ms=200)
 BLIP_SECONDS = 0.5  # one word this short, between two words of one other speaker, is theirs
 
 
-def known_voices(known: dict | None) -> dict[str, np.ndarray] | None:
+def known_voices(known: dict | None, encoder=None) -> dict[str, np.ndarray] | None:
     """name -> voice of each reference clip; a clip that is not audio is a one-line error."""
     if not known:
         return None
     voices = {}
     for name, clip in known.items():
         try:
-            voices[name] = voice_of(load_audio(clip))
+            voices[name] = voice_of(load_audio(clip), encoder)
         except (AudioError, ValueError, TypeError, OSError) as e:
             raise ValueError(f"known speaker {name!r}: the reference clip is not usable ({e})") from None
     return voices
 
 
-def find_speakers(wave: np.ndarray, o, probs=None, voices=None) -> Diarization:
+def find_speakers(wave: np.ndarray, o, probs=None, voices=None, encoder=None) -> Diarization:
     """Who spoke when in `wave`. `probs`: Silero's speech probabilities of it, when transcription
-    computed them; `voices`: known_voices()."""
+    computed them; `voices`: known_voices(); `encoder`: speaker_encoder(o.speaker_model)."""
     probs = speech_probabilities(wave) if probs is None else probs
     spans = chunks_of(probs, len(wave), SPEECH)
-    return diarize(wave, spans, o.num_speakers, o.min_speakers, o.max_speakers, voices)
+    return diarize(wave, spans, o.num_speakers, o.min_speakers, o.max_speakers, voices, encoder)
 
 
 def changes_inside(found: Diarization, start: float, end: float) -> bool:

@@ -19,6 +19,7 @@ from scriba.transcription.file import FileTranscription
 from scriba.transcription.options import TranscribeOptions
 from scriba.transcription.progress import Progress, Reporter, reporter
 from scriba.transcription.results import Transcription
+from scriba.speakers.encoders import speaker_encoder
 from scriba.transcription.speaker_labels import (
     changes_inside,
     find_speakers,
@@ -98,7 +99,8 @@ def begin(
     say(Progress("loading model"))
     loop = get_loop(o.model, **o.engine)
     language = _check_request_options(loop.engine, o.language, o.task)
-    voices = known_voices(o.known_speakers) if o.diarize else None
+    encoder = speaker_encoder(o.speaker_model) if o.diarize else None
+    voices = known_voices(o.known_speakers, encoder) if o.diarize else None
     decoder = WindowDecoder(loop, o, report, cancel)
     say(Progress("reading audio"))
     waves, errors = _load_all(sources, raise_errors)
@@ -109,7 +111,7 @@ def begin(
     speakers = None
     if o.diarize:
         say(Progress("finding speakers"))
-        speakers = [find_speakers(f.wave, o, f.speech_probs, voices) for f in files]
+        speakers = [find_speakers(f.wave, o, f.speech_probs, voices, encoder) for f in files]
         decoder.aligned = lambda w: _speaker_changes(files[w.file], speakers[w.file], w)
     say(Progress("transcribing"))
     events = run(decoder, files, o.mode, o.condition_on_previous_text, streaming)
