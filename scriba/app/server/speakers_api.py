@@ -66,10 +66,12 @@ def _data_url_bytes(reference, i: int) -> bytes:
 
 
 def letter(label: str | None, order: list[str]) -> str | None:
-    """OpenAI's labels for unnamed speakers: A, B, ... (AA, AB, ... past Z); a known name as is."""
-    if label is None or label not in order or not label.startswith("SPEAKER_"):
+    """OpenAI's labels for unnamed speakers, in `order`: A, B, ... (AA, AB, ... past Z); a known
+    name as is."""
+    unnamed = [n for n in order if n.startswith("SPEAKER_")]
+    if label is None or label not in unnamed:
         return label
-    index, name = order.index(label), ""
+    index, name = unnamed.index(label), ""
     while True:
         index, rest = divmod(index, 26)
         name = string.ascii_uppercase[rest] + name

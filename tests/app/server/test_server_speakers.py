@@ -157,3 +157,11 @@ def test_bad_speaker_requests_are_400s_and_the_server_keeps_serving(server, clie
     assert r.status_code == 400 and error["param"] == param and error["message"].startswith(message), error
     with open(paths.JFK, "rb") as f:
         assert "fellow Americans" in client.audio.transcriptions.create(model="whisper-1", file=f).text
+
+
+def test_openai_s_letters_count_the_unnamed_voices_only():
+    from scriba.app.server.speakers_api import letter
+
+    order = ["Linda", "SPEAKER_00", "SPEAKER_01"] + [f"SPEAKER_{i:02d}" for i in range(2, 30)]
+    assert [letter(n, order) for n in order[:4]] == ["Linda", "A", "B", "C"]
+    assert letter("SPEAKER_26", order) == "AA" and letter(None, order) is None
