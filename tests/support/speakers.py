@@ -19,7 +19,8 @@ TURNS = (  # (file, gap after it in seconds)
     ("ljspeech_LJ050-0131", 0.4),
     ("librispeech_61-70968-0002", 0.0),
 )
-REFERENCES = {"ljspeech": "ljspeech_LJ001-0042", "librispeech_61": "librispeech_61-70968-0003"}  # not in TURNS
+# Each voice's reference clip, not one of the conversation's turns
+REFERENCES = {"ljspeech": "ljspeech_LJ001-0042", "librispeech_61": "librispeech_61-70968-0003"}
 
 
 def manifest() -> dict[str, dict]:
