@@ -1,5 +1,5 @@
 """`scriba serve --ray`: the OpenAI-compatible server as a Ray Serve deployment (2 replicas on a
-local Ray), answering the official `openai` client as the plain server does (speakers too)."""
+local Ray), answering the official `openai` client as the plain server does."""
 
 from __future__ import annotations
 
@@ -14,9 +14,7 @@ import urllib.request
 
 import paths
 import pytest
-import soundfile as sf
 from openai import OpenAI
-from speakers import conversation, speaker_at
 
 import scriba
 
@@ -77,18 +75,6 @@ def test_the_deployment_answers_the_openai_client(served):
         assert [s.text for s in got.segments] == [s.text for s in want.segments]
     # No --model: the offline defaults, tiny.en and (the tests install the multilingual extra) base.
     assert {m.id for m in client.models.list()} == {"whisper-1", "tiny.en", "base"}
-
-
-def test_diarized_json_through_the_deployment(served, tmp_path):
-    wave, reference = conversation()
-    path = tmp_path / "talk.wav"
-    sf.write(path, wave, 16000)
-    client = OpenAI(base_url=f"http://127.0.0.1:{served[0]}/v1", api_key="k", max_retries=0)
-    with open(path, "rb") as f:
-        d = client.audio.transcriptions.create(model="whisper-1", file=f, response_format="diarized_json")
-    found = [(speaker_at(reference, (s.start + s.end) / 2), s.speaker) for s in d.segments]
-    assert {who for _, who in found} == {"A", "B"}
-    assert all({"A": "ljspeech", "B": "librispeech_61"}[who] == truth for truth, who in found if truth)
 
 
 def test_errors_keep_openais_shape_through_the_proxy(served, tmp_path):
