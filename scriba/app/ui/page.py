@@ -92,6 +92,8 @@ def _results() -> dict:
             elem_id="speakers",
             visible=False,
         ),
+        rename=gr.Button("Rename speakers", elem_id="rename-speakers"),
+        kept=gr.State(None),  # the last result, for renaming its speakers
         downloads=gr.File(
             label="Downloads (TXT, SRT, VTT, JSON)",
             file_count="multiple",
@@ -122,8 +124,6 @@ def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER, summarize
             advanced = build_advanced(gr)
             go = gr.Button("Transcribe", variant="primary", elem_id="transcribe-button")
             out = _results()
-            rename = gr.Button("Rename speakers", elem_id="rename-speakers")
-            kept = gr.State(None)
             to_summary, why_not, transcript_summary, sections = build_transcript_summary(gr)
         with gr.Tab("Live"):
             build_live_tab(gr, options[0])
@@ -144,7 +144,7 @@ def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER, summarize
         )
         audio.upload(uploads.check_upload, [audio], [audio, notice])
         outputs = [out["language"], out["transcript"], out["segments"], out["downloads"], out["words"]]
-        outputs += [out["speakers"], kept]
+        outputs += [out["speakers"], out["kept"]]
         # One progress bar, over the language line: the transcript stays readable as it grows
         # (Gradio draws one over every output otherwise).
         go.click(
@@ -155,9 +155,7 @@ def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER, summarize
             show_progress_on=[out["language"]],
         )
         out["segments"].select(_seek, None, [audio]).then(None, js=PLAY_JS)
-        rename.click(
-            rename_speakers, [kept, out["speakers"]], [out["transcript"], out["segments"], out["downloads"]]
-        )
+        _rename_on_click(out)
         # The transcript is summarized with the configured summarizer, section by section.
         to_summary.click(
             run_transcript_summary,
@@ -167,6 +165,12 @@ def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER, summarize
         sections.select(_seek, None, [audio]).then(None, js=PLAY_JS)
     # Several requests run at once; their windows join the shared engines' batches.
     return demo.queue(default_concurrency_limit=4)
+
+
+def _rename_on_click(out: dict) -> None:
+    """"Rename speakers": the transcript, segments and downloads with the table's names."""
+    renamed = [out["transcript"], out["segments"], out["downloads"]]
+    out["rename"].click(rename_speakers, [out["kept"], out["speakers"]], renamed)
 
 
 def _seek(event: gr.SelectData):  # Gradio passes the click by this annotation
