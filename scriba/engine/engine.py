@@ -291,10 +291,14 @@ class Engine:
         their requests' cross K/V are still cached: one batched pass per kind of ask."""
         asks: dict[tuple, list] = {}
         for group in groups:
-            heads = group.params.cross_attention_heads
+            heads, wanted = group.params.cross_attention_heads, group.params.cross_attention_wanted
             for seq in group.seqs if heads is not None else []:
-                if seq.status.is_finished and seq.cross_attentions is None:
+                if not seq.status.is_finished or seq.cross_attentions is not None or seq.alignment_skipped:
+                    continue
+                if wanted is None or wanted(seq.output_token_ids):
                     asks.setdefault((tuple(heads), group.inputs.encoder_len), []).append((group, seq))
+                else:
+                    seq.alignment_skipped = True
         for (heads, positions), pairs in asks.items():
             requests = [(self.block_manager.cross_block_table(g.request_id), s.token_ids) for g, s in pairs]
             for (_, seq), weights in zip(pairs, self.runner.cross_attentions(requests, positions, heads)):

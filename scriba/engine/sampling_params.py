@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -40,6 +41,9 @@ class SamplingParams:
     # (layer, head) pairs: a finished sequence also returns these heads' cross-attention weights
     # over its tokens (CompletionOutput.cross_attentions), from one extra pass on its cached K/V.
     cross_attention_heads: list[tuple[int, int]] | None = None
+    # Whether a finished sequence's weights are wanted, given its output token ids (None: always):
+    # the pass is skipped where the caller finds it would not use them.
+    cross_attention_wanted: Callable[[list[int]], bool] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         _require(isinstance(self.n, int) and self.n >= 1, f"n must be an integer >= 1, got {self.n!r}")

@@ -45,6 +45,7 @@ class Sequence:
         # [heads, generated tokens, encoder positions]: the asked heads' cross-attention weights,
         # computed once the sequence finishes (SamplingParams.cross_attention_heads)
         self.cross_attentions = None
+        self.alignment_skipped = False  # SamplingParams.cross_attention_wanted said no
         self.pending = 0  # PENDING tokens at the end (asynchronous scheduling: at most 2)
         self.capped = False  # its pending token reaches a length limit: it is not scheduled again
 

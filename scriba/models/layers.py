@@ -200,12 +200,14 @@ class EncoderDecoderLayer(nn.Module):
         )
 
     def plain_forward(
-        self, hidden: torch.Tensor, cross_kv: torch.Tensor
+        self, hidden: torch.Tensor, cross_kv: torch.Tensor, heads: list[int], last: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The decoder layer over a batch of right-padded sequences, without the paged cache
         (an alignment pass): hidden [B, T, d_model], cross_kv [B, 2, P, heads, head_dim] ->
-        (hidden [B, T, d_model], cross-attention weights [B, heads, T, P] in float32). Causal
-        self-attention keeps each real token away from the padding after it."""
+        (hidden [B, T, d_model], the cross-attention weights of `heads` [B, len(heads), T, P] in
+        float32). Only the asked heads' weights are made; the `last` layer asked stops there
+        (its hidden comes back unchanged). Causal self-attention keeps each real token away from
+        the padding after it."""
         B, T, _ = hidden.shape
         weights = []
 
@@ -225,11 +227,16 @@ class EncoderDecoderLayer(nn.Module):
             ca = self.encoder_attn
             q = heads_of(ca.q_proj(h), ca.attn).float()
             k, v = cross_kv[:, 0].transpose(1, 2), cross_kv[:, 1].transpose(1, 2)  # [B, H, P, D]
+            if last:  # only the asked heads' weights: nothing reads this layer's output
+                q, k = q[:, heads], k[:, heads]
             w = torch.softmax(q @ k.float().transpose(2, 3) * ca.attn.scale, dim=-1)  # [B, H, T, P]
-            weights.append(w)
-            return ca.out_proj(merge(w.to(v.dtype) @ v))
+            weights.append(w if last else w[:, heads])
+            return h if last else ca.out_proj(merge(w.to(v.dtype) @ v))
 
         hidden = self._residual(hidden, self.self_attn_layer_norm, self_block)
+        if last:
+            cross_block(self.encoder_attn_layer_norm(hidden) if self.pre_norm else hidden)
+            return hidden, weights[0]
         hidden = self._residual(hidden, self.encoder_attn_layer_norm, cross_block)
         ffn = lambda h: self.fc2(self.activation_fn(self.fc1(h)))  # noqa: E731
         return self._residual(hidden, self.final_layer_norm, ffn), weights[0]

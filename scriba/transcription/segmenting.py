@@ -66,6 +66,25 @@ def split_segments(
     return segments, min(max(seek, TIME_PRECISION), window_seconds)
 
 
+def segment_spans(tokens: list[int], timestamp_begin: int, eot: int, window_seconds: float) -> list[tuple]:
+    """The (start, end) window seconds of the segments split_segments would make of generated
+    `tokens` (text: the ids below `eot`; control tokens before the first timestamp skipped), read
+    from the timestamps alone; a text not closed by a timestamp runs to the window's end; no
+    pair: the whole window."""
+    stamps = [i for i, t in enumerate(tokens) if t >= timestamp_begin]
+    pairs = [i for i in stamps[1:] if tokens[i - 1] >= timestamp_begin]
+    if not pairs:
+        return [(0.0, window_seconds)]
+    seconds = lambda i: (tokens[i] - timestamp_begin) * TIME_PRECISION  # noqa: E731
+    spans, opened = [], stamps[0]
+    for cut in pairs + [len(tokens)]:
+        inside = [i for i in stamps if opened <= i < cut]
+        if any(t < eot for t in tokens[opened:cut]):
+            spans.append((seconds(opened), seconds(inside[-1]) if len(inside) > 1 else window_seconds))
+        opened = cut
+    return spans
+
+
 def coverage(chunks: list[tuple[float, float]], segments: list[Segment]) -> tuple[float, float, list[str]]:
     """(seconds of speech, the fraction of it inside segments, a warning per chunk of speech
     of at least a second that no segment touches). `chunks` in seconds."""

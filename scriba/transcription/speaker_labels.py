@@ -45,9 +45,10 @@ def find_speakers(wave: np.ndarray, o, probs=None, voices=None, encoder=None) ->
     return diarize(wave, spans, o.num_speakers, o.min_speakers, o.max_speakers, voices, encoder)
 
 
-def changes_inside(found: Diarization, start: float, end: float) -> bool:
-    """Whether the speaker changes between `start` and `end` (seconds): its words need times."""
-    inside = [t.speaker for t in found.turns if t.end > start and t.start < end]
+def changes_inside(found: Diarization, start: float, end: float, margin: float = 0.0) -> bool:
+    """Whether the speaker changes between `start` and `end` (seconds): its words need times.
+    Turns that overlap the span by `margin` seconds or less are not counted."""
+    inside = [t.speaker for t in found.turns if min(t.end, end) - max(t.start, start) > margin]
     return len(set(inside)) > 1
 
 

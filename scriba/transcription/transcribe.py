@@ -112,16 +112,21 @@ def begin(
     if o.diarize:
         say(Progress("finding speakers"))
         speakers = [find_speakers(f.wave, o, f.speech_probs, voices, encoder) for f in files]
-        decoder.aligned = lambda w: _speaker_changes(files[w.file], speakers[w.file], w)
+        decoder.aligned = lambda w, start, end: _speaker_changes(files[w.file], speakers[w.file], start, end)
     say(Progress("transcribing"))
     events = run(decoder, files, o.mode, o.condition_on_previous_text, streaming)
     return Job(decoder, files, errors, events, say, o, speakers)
 
 
-def _speaker_changes(file: FileTranscription, found, window) -> bool:
-    """Whether the speaker changes inside the window's audio (its words then need times)."""
-    start, end = file.map.span_to_original(window.offset, window.offset + window.seconds, margin=0.0)
-    return changes_inside(found, start, end)
+# A turn overlapping a segment's timestamps by this little is their slack, not a change inside it.
+TIMESTAMP_SLACK = 0.3
+
+
+def _speaker_changes(file: FileTranscription, found, start: float, end: float) -> bool:
+    """Whether the speaker changes between `start` and `end` (seconds of the file's decoded
+    stream): the words there then need times."""
+    start, end = file.map.span_to_original(start, end, margin=0.0)
+    return changes_inside(found, start, end, TIMESTAMP_SLACK)
 
 
 def _load_all(sources: list, raise_errors: bool) -> tuple[list[np.ndarray], dict[int, Transcription]]:

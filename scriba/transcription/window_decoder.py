@@ -19,6 +19,7 @@ from scriba.transcription.guards import Guards
 from scriba.transcription.options import TranscribeOptions
 from scriba.transcription.progress import Progress, window_fraction
 from scriba.transcription.results import WindowResult, compression_ratio
+from scriba.transcription.segmenting import segment_spans
 from scriba.transcription.words import make_words, token_times
 from scriba.whisper.constants import HOP_LENGTH
 from scriba.whisper.prompt_layout import prefix_tokens
@@ -74,9 +75,11 @@ class WindowDecoder:
         self.temperatures = options.temperature
         self.guards = Guards.from_options(options)
         self.heads = self.engine.model.alignment_heads if options.aligns else None
-        # Whether a window's words need times; diarization sets it to the windows where the
-        # speaker changes (word_timestamps and the hallucination guard align every window).
-        self.aligned: Callable[[Window], bool] | None = None
+        # aligned(window, start, end): whether the speaker changes between those seconds of the
+        # window's stream, so its words there need times. Diarization sets it: a window where
+        # the speaker changes asks for the alignment pass, which runs only when one of its
+        # segments spans a change (word_timestamps and the hallucination guard align every window).
+        self.aligned: Callable[[Window, float, float], bool] | None = None
         self.tokens = self.engine.model.tokens
         self.hotword_ids, self.prefix_ids = self.text_ids(options.hotwords), self.text_ids(options.prefix)
         self.report = report
@@ -210,14 +213,29 @@ class WindowDecoder:
             temperature=temperature,
             logprobs=0,
             cross_attention_heads=self.heads if self._aligns(w) else None,
+            cross_attention_wanted=self._wanted(w),
             seed=window_seed(w, temperature) if temperature > 0 else None,
             **limits,
         )
 
-    def _aligns(self, w: Window) -> bool:
+    def _every(self) -> bool:
         o = self.options
-        every = o.word_timestamps or o.hallucination_silence_threshold is not None
-        return every or self.aligned is None or self.aligned(w)
+        return o.word_timestamps or o.hallucination_silence_threshold is not None or self.aligned is None
+
+    def _aligns(self, w: Window) -> bool:
+        return self._every() or self.aligned(w, w.offset, w.offset + w.seconds)
+
+    def _wanted(self, w: Window):
+        """cross_attention_wanted: whether a segment of the window's output spans a change."""
+        if self._every():
+            return None
+        ts, eot = self.tokens.timestamp_begin, self.tokens.eot
+
+        def wanted(token_ids: list[int]) -> bool:
+            spans = segment_spans(token_ids, ts, eot, w.seconds)
+            return any(self.aligned(w, w.offset + start, w.offset + end) for start, end in spans)
+
+        return wanted
 
     def _result(self, out, temperature: float, window: Window) -> WindowResult:
         """The engine's output as a WindowResult: text tokens (after the prefix the window was

@@ -6,7 +6,7 @@ import pytest
 from scriba.transcription.guards import Guards, drop_hallucinations, is_anomaly
 from scriba.transcription.options import TranscribeOptions
 from scriba.transcription.results import Segment, WindowResult, Word
-from scriba.transcription.segmenting import coverage, split_segments
+from scriba.transcription.segmenting import coverage, segment_spans, split_segments
 from scriba.transcription.windows import SpeechMap, pack_windows, sequential_window, tail_window
 
 SR = 16000
@@ -45,6 +45,32 @@ def test_split_segments_follows_openai_whisper(tokens, window, expected, advance
         (pytest.approx(a), pytest.approx(b), t) for a, b, t in expected
     ]
     assert seek == pytest.approx(advance)
+
+
+EOT = 900  # text tokens lie below it, control tokens between it and TS
+
+
+SPANNED = [(tokens, window) for tokens, window, _, _ in SPLITS] + [([EOT + 1, *SPLITS[0][0]], 30.0)]
+
+
+@pytest.mark.parametrize("tokens,window", SPANNED)
+def test_segment_spans_hold_every_segment(tokens, window):
+    """The spans read from timestamps alone (what diarization's alignment check sees of a
+    generated output, EOT and leading control tokens included) hold each segment split_segments
+    makes, and only its texts."""
+    spans = segment_spans([*tokens, EOT], TS, EOT, window)
+    text = [t for t in tokens if t < EOT]
+    segments, _ = split_segments(result([t for t in tokens if t < EOT or t >= TS]), 0.0, window, TS, decode)
+    for seg in segments:
+        assert any(a - 1e-6 <= seg.start and seg.end <= b + 1e-6 for a, b in spans), (seg, spans)
+    assert len(spans) <= max(1, len(text))
+
+
+def test_segment_spans_skip_pieces_without_text():
+    tokens = [EOT + 1, ts(0), 1, ts(2), ts(2), 2, ts(4), ts(4), EOT]
+    assert segment_spans(tokens, TS, EOT, 30.0) == [(0.0, 2.0), (2.0, 4.0)]
+    assert segment_spans([ts(0), 1, ts(2), ts(2), 2, 3, EOT], TS, EOT, 30.0) == [(0.0, 2.0), (2.0, 30.0)]
+    assert segment_spans([1, 2, EOT], TS, EOT, 12.0) == [(0.0, 12.0)]
 
 
 @pytest.mark.parametrize(

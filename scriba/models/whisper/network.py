@@ -203,15 +203,17 @@ class WhisperForConditionalGeneration(EncoderDecoderModel):
         """[B, len(heads), T, P]: the cross-attention weights of (layer, head) pairs over a batch
         of right-padded decoder sequences `token_ids` [B, T], given the cached cross K/V of
         layers 0..max layer (each [B, 2, P, heads, head_dim]). A plain forward that stops after
-        the last layer asked."""
+        the last layer asked, each layer's weights made for its asked heads only."""
         dec = self.model.decoder
         positions = torch.arange(token_ids.shape[1], device=token_ids.device)
         hidden = dec.embed_tokens(token_ids) + dec.embed_positions(positions)[None]
+        asked = [[head for lay, head in heads if lay == layer] for layer in range(len(cross_kv))]
         weights = []
-        for layer, kv in zip(dec.layers, cross_kv):
-            hidden, w = layer.plain_forward(hidden, kv)
+        for layer, kv in enumerate(cross_kv):
+            last = layer == len(cross_kv) - 1
+            hidden, w = dec.layers[layer].plain_forward(hidden, kv, asked[layer], last)
             weights.append(w)
-        return torch.stack([weights[layer][:, head] for layer, head in heads], dim=1)
+        return torch.stack([weights[lay][:, asked[lay].index(head)] for lay, head in heads], dim=1)
 
     def output_projection(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(weight [vocab, d_model], bias or None) of the logits: the tied token embedding."""
