@@ -22,6 +22,8 @@ import glob
 import os
 import time
 
+import numpy as np
+
 from benchmarks.conversations import build, utterances
 from benchmarks.data import speech_set
 from benchmarks.diarization_error import read_rttm, score
@@ -79,25 +81,33 @@ def scored(say, title: str, items) -> None:
 
 
 def timed(say, waves, rounds: int) -> None:
-    """Best-of-`rounds` wall time of transcribing every wave, without and with diarization."""
+    """Wall time of transcribing every wave, without and with diarization. Each wave runs every
+    case back to back, so a host that slows down for a while slows them alike; each round's
+    ratios are taken within the round, and the median round's reported."""
     from scriba.transcription.transcribe import transcribe
 
     transcribe(waves[0], diarize=True)  # every model and kernel loaded before the clock runs
     seconds = sum(len(w) for w in waves) / 16000
     cases = [({}, "plain"), ({"diarize": True}, "diarize"), ({"word_timestamps": True}, "words"),
              ({"word_timestamps": True, "diarize": True}, "words + diarize")]
-    best = {}
-    for _ in range(rounds):
-        for options, label in cases:
-            start = time.perf_counter()
-            for wave in waves:
+    totals = [dict.fromkeys([label for _, label in cases], 0.0) for _ in range(rounds)]
+    for total in totals:
+        for wave in waves:
+            for options, label in cases:
+                start = time.perf_counter()
                 transcribe(wave, **options)
-            best[label] = min(best.get(label, 1e9), time.perf_counter() - start)
-    say(f"time: {len(waves)} conversations, {seconds:.0f} s, tiny.en, one at a time, best of {rounds}")
+                total[label] += time.perf_counter() - start
+    median = lambda values: float(np.median(values))  # noqa: E731
+    say(f"time: {len(waves)} conversations, {seconds:.0f} s, tiny.en, one at a time, "
+        f"median of {rounds} rounds")
     for _, label in cases:
-        say(f"  {label:<16} {best[label]:6.2f} s ({seconds / best[label]:5.1f}x real time)")
-    say(f"diarization adds {best['diarize'] / best['plain'] - 1:+.1%} to a transcription "
-        f"({best['words + diarize'] / best['words'] - 1:+.1%} with word timestamps on both)")
+        took = median([t[label] for t in totals])
+        say(f"  {label:<16} {took:6.2f} s ({seconds / took:5.1f}x real time)")
+    plain = median([t["diarize"] / t["plain"] - 1 for t in totals])
+    words = median([t["words + diarize"] / t["words"] - 1 for t in totals])
+    each = ", ".join(f"{t['diarize'] / t['plain'] - 1:+.1%}" for t in totals)
+    say(f"diarization adds {plain:+.1%} to a transcription ({words:+.1%} with word timestamps on both; "
+        f"rounds: {each})")
 
 
 def _cut(name, wave, reference, seconds: float):
@@ -109,7 +119,7 @@ def main(argv: list[str]) -> int:
     parser = suite_parser("diarization", __doc__, data=True)
     parser.add_argument("--meetings", default=None, help="a folder of NAME.wav with NAME.rttm")
     parser.add_argument("--conversations", type=int, default=6)
-    parser.add_argument("--rounds", type=int, default=2, help="timing rounds (the best is kept)")
+    parser.add_argument("--rounds", type=int, default=3, help="timing rounds (the median is kept)")
     parser.add_argument("--smoke", action="store_true", help="two short conversations, one round")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
