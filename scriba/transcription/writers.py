@@ -1,4 +1,5 @@
-"""Transcripts as txt, srt, vtt or json."""
+"""Transcripts as txt, srt, vtt, tsv, lrc or json: openai-whisper's writers' text (srt, vtt, tsv, txt),
+whisper.cpp's lyrics (lrc)."""
 
 from __future__ import annotations
 
@@ -7,75 +8,107 @@ import os
 import re
 
 from scriba.transcription.results import Transcription
+from scriba.transcription.subtitles import SubtitleOptions, cues, labelled
 
-FORMATS = ("txt", "srt", "vtt", "json")
+FORMATS = ("txt", "srt", "vtt", "tsv", "lrc", "json")
+LINE_FORMATS = ("srt", "vtt")  # the formats whose cues follow SubtitleOptions
 
 
-def _clock(seconds: float, decimal: str) -> str:
-    millis = int(round(max(seconds, 0.0) * 1000))
-    hours, millis = divmod(millis, 3_600_000)
+def _clock(seconds: float, decimal: str, hours: bool = True) -> str:
+    """openai-whisper's timestamp: [hh:]mm:ss<decimal>mmm, the hours always or when not 0."""
+    millis = round(max(seconds, 0.0) * 1000.0)
+    hour, millis = divmod(millis, 3_600_000)
     minutes, millis = divmod(millis, 60_000)
     secs, millis = divmod(millis, 1000)
-    return f"{hours:02d}:{minutes:02d}:{secs:02d}{decimal}{millis:03d}"
+    lead = f"{hour:02d}:" if hours or hour > 0 else ""
+    return f"{lead}{minutes:02d}:{secs:02d}{decimal}{millis:03d}"
 
 
-def labelled(text: str, speaker: str | None) -> str:
-    """The text after its speaker's label, as WhisperX writes it: `[SPEAKER_00]: text`."""
-    return text if speaker is None else f"[{speaker}]: {text}"
-
-
-def to_txt(result: Transcription, word_cues: bool = False) -> str:
-    """One line per segment (after its speaker's label, when diarized)."""
-    return "".join(labelled(seg.text.strip(), seg.speaker) + "\n" for seg in result.segments)
-
-
-def _cues(segments, word_cues: bool) -> list[tuple[float, float, str]]:
-    """(start, end, text) per segment, or per word when asked and the words are there; the text
-    after its speaker's label when diarized."""
-    if word_cues and all(seg.words is not None for seg in segments):
-        return [(w.start, w.end, labelled(w.word.strip(), w.speaker)) for seg in segments for w in seg.words]
-    return [(seg.start, seg.end, labelled(seg.text.strip(), seg.speaker)) for seg in segments]
+def _txt_line(segment) -> str:
+    return labelled(segment.text.strip(), segment.speaker) + "\n"
 
 
 def _srt_cue(i: int, start: float, end: float, text: str) -> str:
-    return f"{i}\n{_clock(start, ',')} --> {_clock(end, ',')}\n{text.replace('-->', '->')}\n"
+    return f"{i}\n{_clock(start, ',')} --> {_clock(end, ',')}\n{text.replace('-->', '->')}\n\n"
 
 
 def _vtt_cue(start: float, end: float, text: str) -> str:
-    return f"{_clock(start, '.')} --> {_clock(end, '.')}\n{text.replace('-->', '->')}\n"
+    span = f"{_clock(start, '.', hours=False)} --> {_clock(end, '.', hours=False)}"
+    return f"{span}\n{text.replace('-->', '->')}\n\n"
 
 
-def to_srt(result: Transcription, word_cues: bool = False) -> str:
-    cues = _cues(result.segments, word_cues)
-    return "\n".join(_srt_cue(i, *cue) for i, cue in enumerate(cues, start=1))
+def _tsv_line(segment) -> str:
+    """openai-whisper's tsv: integer milliseconds, tabs in the text made spaces."""
+    text = labelled(segment.text.strip(), segment.speaker).replace("\t", " ")
+    return f"{round(1000 * segment.start)}\t{round(1000 * segment.end)}\t{text}\n"
 
 
-def to_vtt(result: Transcription, word_cues: bool = False) -> str:
-    return "WEBVTT\n\n" + "\n".join(_vtt_cue(*cue) for cue in _cues(result.segments, word_cues))
+def _lrc_line(segment) -> str:
+    """[mm:ss.xx]text, as whisper.cpp writes lyrics (hundredths, minutes past 59 kept)."""
+    hundredths = int(max(segment.start, 0.0) * 100)
+    minutes, hundredths = divmod(hundredths, 6000)
+    text = labelled(segment.text.strip(), segment.speaker)
+    return f"[{minutes:02d}:{hundredths // 100:02d}.{hundredths % 100:02d}]{text}\n"
 
 
-def stream_transcript(segments, fmt: str, word_cues: bool = False):
-    """txt, srt or vtt a piece per segment, as the segments arrive: the pieces joined are
-    `format_transcript` of the whole transcript."""
-    if fmt not in ("txt", "srt", "vtt"):
+_HEADS = {"vtt": "WEBVTT\n\n", "tsv": "start\tend\ttext\n", "lrc": "[by:scriba]\n"}
+_LINES = {"txt": _txt_line, "tsv": _tsv_line, "lrc": _lrc_line}
+
+
+def stream_transcript(segments, fmt: str, subtitles: SubtitleOptions | None = None):
+    """txt, srt, vtt, tsv or lrc a piece per segment, as the segments arrive: the pieces joined
+    are `format_transcript` of the whole transcript (cues packed across segments, by
+    max_line_width with max_line_count, come whole: the transcript written at the end)."""
+    if fmt not in ("txt", *LINE_FORMATS, *_LINES):
         raise ValueError(f"{fmt} is written whole, not segment by segment")
+    subtitles = subtitles or SubtitleOptions()
+    if fmt in LINE_FORMATS and subtitles.max_line_width and subtitles.max_line_count:
+        yield _HEADS.get(fmt, "") + _cue_text(fmt, cues(list(segments), subtitles))
+        return
+    yield _HEADS.get(fmt, "")
     number = 0
-    if fmt == "vtt":
-        yield "WEBVTT\n\n"
     for segment in segments:
-        if fmt == "txt":
-            yield labelled(segment.text.strip(), segment.speaker) + "\n"
+        if fmt in _LINES:
+            yield _LINES[fmt](segment)
             continue
-        for cue in _cues([segment], word_cues):
+        for cue in cues([segment], subtitles):
             number += 1
-            between = "\n" if number > 1 else ""
-            yield between + (_srt_cue(number, *cue) if fmt == "srt" else _vtt_cue(*cue))
+            yield _srt_cue(number, *cue) if fmt == "srt" else _vtt_cue(*cue)
+
+
+def to_txt(result: Transcription, subtitles: SubtitleOptions | None = None) -> str:
+    """One line per segment (after its speaker's label, when diarized)."""
+    return "".join(_txt_line(seg) for seg in result.segments)
+
+
+def _cue_text(fmt: str, cues_: list) -> str:
+    if fmt == "srt":
+        return "".join(_srt_cue(i, *cue) for i, cue in enumerate(cues_, start=1))
+    return "".join(_vtt_cue(*cue) for cue in cues_)
+
+
+def to_srt(result: Transcription, subtitles: SubtitleOptions | None = None) -> str:
+    """openai-whisper's srt, its lines cut by `subtitles` when the segments have words."""
+    return _cue_text("srt", cues(result.segments, subtitles))
+
+
+def to_vtt(result: Transcription, subtitles: SubtitleOptions | None = None) -> str:
+    """openai-whisper's vtt (hours only past the first hour), its lines cut as srt's."""
+    return _HEADS["vtt"] + _cue_text("vtt", cues(result.segments, subtitles))
+
+
+def to_tsv(result: Transcription, subtitles: SubtitleOptions | None = None) -> str:
+    return _HEADS["tsv"] + "".join(_tsv_line(seg) for seg in result.segments)
+
+
+def to_lrc(result: Transcription, subtitles: SubtitleOptions | None = None) -> str:
+    return _HEADS["lrc"] + "".join(_lrc_line(seg) for seg in result.segments)
 
 
 _NUMBER_LIST = re.compile(r"\[\s*(-?\d+(?:,\s*-?\d+)*)\s*\]")
 
 
-def to_json(result: Transcription, word_cues: bool = False) -> str:
+def to_json(result: Transcription, subtitles: SubtitleOptions | None = None) -> str:
     """Indented, with each token list on one line."""
     text = json.dumps(result.to_dict(), ensure_ascii=False, indent=2)
     return (
@@ -83,20 +116,22 @@ def to_json(result: Transcription, word_cues: bool = False) -> str:
     )
 
 
-_WRITERS = {"txt": to_txt, "srt": to_srt, "vtt": to_vtt, "json": to_json}
+_WRITERS = {"txt": to_txt, "srt": to_srt, "vtt": to_vtt, "tsv": to_tsv, "lrc": to_lrc, "json": to_json}
 
 
-def format_transcript(result: Transcription, fmt: str, word_cues: bool = False) -> str:
-    """`word_cues`: SRT/VTT get one cue per word (with word timestamps)."""
+def format_transcript(result: Transcription, fmt: str, subtitles: SubtitleOptions | None = None) -> str:
+    """`subtitles`: how SRT/VTT cues are cut from the words (subtitles.py; WORD_CUES: a cue per word)."""
     if fmt not in _WRITERS:
-        raise ValueError(f"unknown format {fmt!r}; use one of {FORMATS}")
-    return _WRITERS[fmt](result, word_cues)
+        raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    return _WRITERS[fmt](result, subtitles)
 
 
-def write_transcript(result: Transcription, fmt: str, output_dir: str, stem: str, word_cues=False) -> str:
+def write_transcript(
+    result: Transcription, fmt: str, output_dir: str, stem: str, subtitles: SubtitleOptions | None = None
+) -> str:
     """Write `<output_dir>/<stem>.<fmt>` and return its path."""
     os.makedirs(output_dir, exist_ok=True)
     path = os.path.join(output_dir, f"{stem}.{fmt}")
     with open(path, "w", encoding="utf-8") as f:
-        f.write(format_transcript(result, fmt, word_cues))
+        f.write(format_transcript(result, fmt, subtitles))
     return path

@@ -129,7 +129,7 @@ def test_writers_produce_valid_srt_vtt_json(tmp_path):
     assert srt.count(" --> ") == len(result.segments)
     vtt = format_transcript(result, "vtt")
     assert vtt.startswith("WEBVTT\n\n") and re.search(
-        r"\n?\d\d:\d\d:\d\d\.\d\d\d --> \d\d:\d\d:\d\d\.\d\d\d\n", vtt
+        r"\n?\d\d:\d\d\.\d\d\d --> \d\d:\d\d\.\d\d\d\n", vtt
     )
     assert format_transcript(result, "txt").count("\n") == len(result.segments)
     path = write_transcript(result, "json", str(tmp_path), "jfk")

@@ -1,7 +1,9 @@
 """The `scriba` command line.
 
     scriba transcribe FILE ... [--model M] [--language L] [--task T] [--mode M] [--beam-size K]
-                               [--format txt|srt|vtt|json] [--output-dir DIR] [faster-whisper's
+                               [--format txt|srt|vtt|tsv|lrc|json] [--output-dir DIR] [--max-line-width N]
+                               [--max-line-count N] [--max-words-per-line N] [--highlight-words]
+                               [--word-cues] [faster-whisper's
                                options: --hotwords, --prefix, --multilingual, --clip-timestamps, ...]
     scriba summarize FILE|TRANSCRIPT.json|- [--model M] [--max-length N] [--min-length N] [--format txt|json]
     scriba ui [--host 127.0.0.1] [--port 7860] [--share]
@@ -21,8 +23,10 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 
 from scriba.app.cli.engine_options import add_engine_options, engine_options
+from scriba.app.cli.subtitle_flags import add_subtitle_flags, subtitle_options
 from scriba.app.cli.transcribe_flags import add_transcribe_flags
 from scriba.app.cli.transcribe_flags import transcribe_options as flags_to_options
 from scriba.app.cluster.commands import (
@@ -32,6 +36,7 @@ from scriba.app.cluster.commands import (
     run_serve_on_ray,
 )
 from scriba.summarization import DEFAULT_SUMMARIZER
+from scriba.transcription.writers import FORMATS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,10 +72,8 @@ def _add_transcribe(sub) -> None:
     )
     tr.add_argument("files", nargs="+", help="audio files (wav, flac, ogg, mp3, m4a, mp4, webm, opus, ...)")
     add_transcribe_flags(tr)
-    tr.add_argument(
-        "--word-cues", action="store_true", help="SRT/VTT: one cue per word (with --word-timestamps)"
-    )
-    tr.add_argument("--format", default="txt", choices=["txt", "srt", "vtt", "json"])
+    add_subtitle_flags(tr)
+    tr.add_argument("--format", default="txt", choices=FORMATS)
     tr.add_argument("--output-dir", default=None, help="write <file stem>.<format> there instead of printing")
     add_engine_options(tr)
 
@@ -192,8 +195,11 @@ def run_generate(args: argparse.Namespace) -> int:
 
 
 def transcribe_options(args: argparse.Namespace):
-    """`scriba transcribe`'s flags as TranscribeOptions."""
-    return flags_to_options(args, engine_options(args))
+    """`scriba transcribe`'s flags as TranscribeOptions (subtitle lines need word times)."""
+    options = flags_to_options(args, engine_options(args))
+    if not subtitle_options(args).is_plain and not options.word_timestamps:
+        options = replace(options, word_timestamps=True)
+    return options
 
 
 def _print_as_decoded(audio, args: argparse.Namespace) -> None:
@@ -203,7 +209,7 @@ def _print_as_decoded(audio, args: argparse.Namespace) -> None:
 
     bar = sys.stderr.isatty() and not sys.stdout.isatty()  # on a terminal, the text is the progress
     segments, _ = transcribe_stream(audio, transcribe_options(args), progress=bar)
-    for piece in stream_transcript(segments, args.format, args.word_cues):
+    for piece in stream_transcript(segments, args.format, subtitle_options(args)):
         print(piece, end="", flush=True)
 
 
@@ -234,12 +240,12 @@ def run_transcribe(args: argparse.Namespace) -> int:
         for name, result in zip(names, results):
             stem = os.path.splitext(os.path.basename(name))[0]
             if args.output_dir:
-                path = write_transcript(result, args.format, args.output_dir, stem, args.word_cues)
+                path = write_transcript(result, args.format, args.output_dir, stem, subtitle_options(args))
                 print(path, file=sys.stderr)
             else:
                 if len(names) > 1:
                     print(f"==> {name} <==")
-                print(format_transcript(result, args.format, args.word_cues), end="")
+                print(format_transcript(result, args.format, subtitle_options(args)), end="")
     return 1 if failed else 0
 
 
@@ -315,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (
         OSError,
         ValueError,

@@ -16,7 +16,7 @@ FLAGS = {
     "mode": ("--mode", ["batched", "sequential"], "every window at once, or openai-whisper's loop"),
     "beam_size": ("--beam-size", int, "beams (1: greedy)"),
     "timestamps": ("--no-timestamps", bool, "one segment per window, no timestamp tokens"),
-    "word_timestamps": ("--word-timestamps", bool, "time each word (JSON gets words; see --word-cues)"),
+    "word_timestamps": ("--word-timestamps", bool, "time each word (JSON gets words; SRT/VTT cues on words)"),
     "diarize": ("--diarize", bool, "who spoke when: speaker labels on segments and words"),
     "num_speakers": ("--num-speakers", int, "with --diarize: exactly this many speakers"),
     "min_speakers": ("--min-speakers", int, "with --diarize: at least this many speakers"),

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import StreamingResponse
 
 from scriba.app.server.errors import APIError, engine_unavailable, media_error
-from scriba.app.server.extensions import extension_options
+from scriba.app.server.extensions import extension_options, subtitle_fields
 from scriba.app.server.speakers_api import REFERENCES, segment_event, speaker_options
 from scriba.app.server.responses import (
     FORMATS,
@@ -66,9 +66,8 @@ def _options(
             task=task,
             initial_prompt=prompt or None,
             temperature=(temperature,) if temperature > 0 else TEMPERATURES,
-            word_timestamps="word" in granularities,
             engine=served.engine_config,
-            **(extensions or {}),
+            **({"word_timestamps": "word" in granularities} | (extensions or {})),
         )
     except ValueError as e:  # e.g. a language no Whisper knows
         raise APIError(400, str(e).splitlines()[0], _field_named(str(e), extensions)) from None
@@ -164,6 +163,9 @@ async def _answer(request: Request, task: str, file: UploadFile, form: dict):
     fmt, stream = form["fmt"], form.pop("stream")
     parsed = await request.form()  # parsed once by Starlette: cached
     extensions = extension_options(parsed) | speaker_options(parsed, fmt)
+    subtitles = subtitle_fields(parsed, fmt)
+    if not subtitles.is_plain:  # subtitle lines are cut from the words
+        extensions["word_timestamps"] = True
     options = _options(request, task, granularities=granularities, extensions=extensions, **form)
     path, _ = await save_upload(file, settings.max_upload_bytes, settings.max_audio_seconds)
     name = upload_name(file)
@@ -173,7 +175,7 @@ async def _answer(request: Request, task: str, file: UploadFile, form: dict):
         result = await _run(request, path, name, options)
     finally:
         remove(path)
-    return render(result, fmt, task, set(granularities))
+    return render(result, fmt, task, set(granularities), subtitles)
 
 
 def _form(

@@ -5,6 +5,7 @@ that does not parse is a 400 naming its field; TranscribeOptions checks the rest
 from __future__ import annotations
 
 from scriba.app.server.errors import APIError
+from scriba.transcription.subtitles import SubtitleOptions
 
 
 def _flag(text: str) -> bool:
@@ -56,3 +57,27 @@ def extension_options(form) -> dict:
         except ValueError:
             raise APIError(400, f"{name} could not be read: {text!r}", name) from None
     return options
+
+
+# openai-whisper's subtitle line control (subtitles.py), for srt and vtt; each needs word times
+SUBTITLE_FIELDS = {
+    "max_line_width": int, "max_line_count": int, "max_words_per_line": int, "highlight_words": _flag,
+}
+
+
+def subtitle_fields(form, fmt: str) -> SubtitleOptions:
+    """The subtitle fields present in a request's form; one given for a format other than srt and
+    vtt, or not read, is a 400 naming it."""
+    values = {}
+    for name, parse in SUBTITLE_FIELDS.items():
+        text = form.get(name)
+        if text is None or not isinstance(text, str):
+            continue
+        if fmt not in ("srt", "vtt"):
+            raise APIError(400, f"{name} applies to response_format srt and vtt, not {fmt}", name)
+        try:
+            values[name] = parse(text)
+            SubtitleOptions(**{name: values[name]})  # checks the value
+        except ValueError as e:
+            raise APIError(400, f"{name} could not be read: {text!r} ({e})", name) from None
+    return SubtitleOptions(**values)

@@ -12,9 +12,11 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from scriba.app.server.speakers_api import diarized
 from scriba.models.whisper.language_names import LANGUAGES
 from scriba.transcription.results import Transcription
-from scriba.transcription.writers import to_srt, to_txt, to_vtt
+from scriba.transcription.subtitles import SubtitleOptions
+from scriba.transcription.writers import to_lrc, to_srt, to_tsv, to_txt, to_vtt
 
-FORMATS = ("json", "text", "srt", "vtt", "verbose_json", "diarized_json")
+# OpenAI's, then openai-whisper's tsv and whisper.cpp's lrc
+FORMATS = ("json", "text", "srt", "vtt", "verbose_json", "diarized_json", "tsv", "lrc")
 
 
 def language_name(code: str | None) -> str:
@@ -58,7 +60,9 @@ def verbose(result: Transcription, task: str, words: bool, segments: bool) -> di
     return body
 
 
-def render(result: Transcription, fmt: str, task: str, granularities: set[str]):
+def render(
+    result: Transcription, fmt: str, task: str, granularities: set[str], subtitles: SubtitleOptions = None
+):
     if fmt == "json":
         return JSONResponse({"text": result.text})
     if fmt == "text":
@@ -66,9 +70,13 @@ def render(result: Transcription, fmt: str, task: str, granularities: set[str]):
     if fmt == "diarized_json":
         return JSONResponse(diarized(result, task))
     if fmt == "srt":
-        return PlainTextResponse(to_srt(result))
+        return PlainTextResponse(to_srt(result, subtitles))
     if fmt == "vtt":
-        return PlainTextResponse(to_vtt(result), media_type="text/vtt")
+        return PlainTextResponse(to_vtt(result, subtitles), media_type="text/vtt")
+    if fmt == "tsv":
+        return PlainTextResponse(to_tsv(result), media_type="text/tab-separated-values")
+    if fmt == "lrc":
+        return PlainTextResponse(to_lrc(result))
     segments = "segment" in granularities or not granularities
     return JSONResponse(verbose(result, task, "word" in granularities, segments))
 

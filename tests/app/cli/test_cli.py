@@ -61,7 +61,7 @@ def test_transcribe_formats_to_stdout_and_output_dir(tmp_path):
     assert result.returncode == 0, result.stderr
     vtt = (out / "jfk.vtt").read_text()
     assert vtt.startswith("WEBVTT\n\n") and re.search(
-        r"\d\d:\d\d:\d\d\.\d\d\d --> \d\d:\d\d:\d\d\.\d\d\d\n", vtt
+        r"\d\d:\d\d\.\d\d\d --> \d\d:\d\d\.\d\d\d\n", vtt
     )
     for fmt in ("txt", "json"):
         assert (
@@ -187,10 +187,32 @@ def test_transcribe_word_timestamps_to_json_and_word_cues():
     words = [w for s in record["segments"] for w in s["words"]]
     assert [w["word"].strip() for w in words][:4] == ["And", "so", "my", "fellow"]
     assert record["speech_duration"] > 8 and record["coverage"] > 0.9  # VAD was on
-    cues = scriba("transcribe", JFK, "--word-timestamps", "--word-cues", "--format", "srt")
+    cues = scriba("transcribe", JFK, "--word-cues", "--format", "srt", "--vad", "on")  # words turned on
     assert cues.returncode == 0, cues.stderr
-    assert re.match(r"1\n00:00:00,000 --> 00:00:00,\d\d\d\nAnd\n\n2\n", cues.stdout)
+    assert re.match(r"1\n00:00:00,\d\d\d --> 00:00:00,\d\d\d\nAnd\n\n2\n", cues.stdout)
     assert cues.stdout.count(" --> ") == len(words)
+
+
+def test_subtitle_lines_tsv_and_lrc():
+    lines = scriba("transcribe", JFK, "--format", "vtt", "--max-line-width", "24", "--max-line-count", "2")
+    assert lines.returncode == 0, lines.stderr
+    cues = lines.stdout.split("\n\n")[1:-1]
+    assert len(cues) == 3 and all(len(c.splitlines()[1:]) == 2 for c in cues[:2])
+    assert all(len(line) <= 24 for c in cues for line in c.splitlines()[1:])
+    tsv = scriba("transcribe", JFK, "--format", "tsv")
+    assert tsv.stdout.startswith("start\tend\ttext\n0\t") and "fellow Americans" in tsv.stdout
+    lrc = scriba("transcribe", JFK, "--format", "lrc")
+    assert lrc.stdout.startswith("[by:scriba]\n[00:00.00]And so")
+    bad = scriba("transcribe", JFK, "--format", "srt", "--max-line-width", "0")
+    assert bad.returncode == 1
+    assert bad.stderr == "scriba: error: max_line_width must be a whole number >= 1, got 0\n"
+
+
+def test_a_reader_that_stops_early_is_no_error():
+    exe = shutil.which("scriba") or f"{sys.executable} -m scriba.app.cli.main"
+    piped = subprocess.run(f"{exe} transcribe {JFK} --format srt | true; echo $" + "{PIPESTATUS[0]}",
+                           shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=300)
+    assert piped.stderr == "" and piped.stdout == "141\n"  # as cat does: SIGPIPE's status, no message
 
 
 def test_language_and_download_errors_are_one_line():

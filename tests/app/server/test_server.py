@@ -15,6 +15,8 @@ import pytest
 import scriba
 from scriba.app.server.app import ServerSettings, asgi_app
 from scriba.app.server.models import ServedModels
+from scriba.transcription.subtitles import SubtitleOptions
+from scriba.transcription.writers import format_transcript
 
 JFK = paths.JFK
 KEY = "test-key"
@@ -52,6 +54,25 @@ def test_every_response_format(client):
         with open(JFK, "rb") as f:
             body = client.audio.transcriptions.create(model="tiny.en", file=f, response_format=fmt)
         assert body.startswith(starts), (fmt, body)
+
+
+def test_subtitle_lines_tsv_and_lrc_as_the_writers_write_them(client, server):
+    lines = SubtitleOptions(max_line_width=24, max_line_count=2)
+    highlight = SubtitleOptions(highlight_words=True)
+    words, plain = scriba.transcribe(JFK, word_timestamps=True), scriba.transcribe(JFK)
+    cases = [("srt", {"max_line_width": 24, "max_line_count": 2}, lines, words),
+             ("vtt", {"highlight_words": "true"}, highlight, words),
+             ("tsv", {}, None, plain), ("lrc", {}, None, plain)]
+    for fmt, fields, subtitles, offline in cases:
+        with open(JFK, "rb") as f:
+            body = client.audio.transcriptions.create(model="tiny.en", file=f, response_format=fmt,
+                                                      extra_body=fields)
+        assert body == format_transcript(offline, fmt, subtitles), fmt
+    with open(JFK, "rb") as f:
+        bad = httpx.post(server[0] + "/v1/audio/transcriptions", headers={"Authorization": f"Bearer {KEY}"},
+                         files={"file": f}, data={"response_format": "json", "max_line_width": "20"})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "max_line_width"
+    assert "applies to response_format srt and vtt" in bad.json()["error"]["message"]
 
 
 def test_verbose_json_with_words_and_segments(client):
