@@ -36,7 +36,14 @@ CHECK_FIELDS = [
     ),
 ]
 VAD_CHOICES = [("Auto (over 30 s)", "auto"), ("On", "on"), ("Off", "off")]
+# The SRT and VTT downloads' lines (subtitles.py: openai-whisper's options); 0: no limit
+SUBTITLE_FIELDS = [
+    ("max_line_width", "Subtitle line width", "characters a line at most"),
+    ("max_line_count", "Lines per subtitle", "with a width: lines run across segments"),
+    ("max_words_per_line", "Words per subtitle line", ""),
+]
 NAMES = [f[0] for f in TEXT_FIELDS] + [f[0] for f in NUMBER_FIELDS] + [f[0] for f in CHECK_FIELDS] + ["vad"]
+NAMES += [f[0] for f in SUBTITLE_FIELDS] + ["highlight_words"]
 
 
 def build_advanced(gr) -> list:
@@ -67,7 +74,26 @@ def build_advanced(gr) -> list:
             components.append(
                 gr.Radio(VAD_CHOICES, value="auto", label="Voice activity detection", elem_id="adv-vad")
             )
+        with gr.Row():
+            for name, label, info in SUBTITLE_FIELDS:
+                components.append(
+                    gr.Number(value=0, label=label, info=info or None, precision=0, elem_id=f"adv-{name}")
+                )
+            components.append(
+                gr.Checkbox(value=False, label="Highlight words", info="SRT/VTT: a cue per spoken word",
+                            elem_id="adv-highlight_words")
+            )
     return components
+
+
+def subtitle_choice(values: list | None):
+    """The subtitle components' values as SubtitleOptions (0 or empty: no limit); any limit asks
+    for word times."""
+    from scriba.transcription.subtitles import SubtitleOptions
+
+    given = dict(zip(NAMES, values or []))
+    limits = {name: int(given[name]) if given.get(name) else None for name, _, _ in SUBTITLE_FIELDS}
+    return SubtitleOptions(**limits, highlight_words=bool(given.get("highlight_words")))
 
 
 def advanced_options(values: list) -> dict:

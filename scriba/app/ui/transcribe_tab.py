@@ -8,7 +8,7 @@ import os
 import threading
 
 from scriba.app.ui import uploads
-from scriba.app.ui.advanced import advanced_options
+from scriba.app.ui.advanced import advanced_options, subtitle_choice
 from scriba.app.ui.choices import describe_model, model_arg, whisper_facts
 from scriba.app.ui.speakers_view import renamed, speaker_rows, turns_text
 from scriba.app.ui.text import clock, language_line, paragraphs, seconds_of
@@ -85,12 +85,13 @@ def stream_transcription(
             progress(p.fraction, desc=str(p))
 
     try:
+        subtitles = subtitle_choice(advanced)
         options = TranscribeOptions(
             model=model_arg((model or "").strip()),
             language=None if language in (None, "", "auto") else language,
             task=task,
             timestamps=bool(timestamps),
-            word_timestamps=bool(word_timestamps),
+            word_timestamps=bool(word_timestamps) or not subtitles.is_plain,  # subtitle lines need words
             diarize=bool(diarize),
             num_speakers=int(num_speakers) if diarize and num_speakers else None,
             engine=PRECISIONS.get(precision, {}),
@@ -106,7 +107,7 @@ def stream_transcription(
     except Cancelled:
         uploads.log.info("the page went away: its transcription was stopped")
         raise uploads.user_error("Stopped: the page went away.") from None
-    yield _show(segments.transcription, audio_path, multilingual, timestamps, word_timestamps)
+    yield _show(segments.transcription, (audio_path, timestamps, subtitles), multilingual, word_timestamps)
 
 
 def segment_row(segment) -> list:
@@ -135,11 +136,14 @@ def _partial(info, heard: list, multilingual: bool, timestamps: bool) -> tuple:
     return line, text, rows, gr.update(), gr.update(), gr.update(), None
 
 
-def _show(result, audio_path: str, multilingual: bool, timestamps: bool, word_timestamps: bool) -> tuple:
+def _show(result, how: tuple, multilingual: bool, word_timestamps: bool) -> tuple:
     """The result for the page: language line, text, segment rows, downloads, word rows,
     speaker rows (the last three as updates: shown only when there is something in them), and
-    the result itself (kept by the page, for renaming its speakers)."""
+    the result with `how` it is shown (audio path, timestamps, SubtitleOptions), kept by the page
+    for renaming its speakers."""
     import gradio as gr
+
+    audio_path, timestamps, subtitles = how
 
     words = [
         [clock(w.start), clock(w.end), w.speaker or "", w.word.strip(), round(w.probability, 2)]
@@ -150,10 +154,10 @@ def _show(result, audio_path: str, multilingual: bool, timestamps: bool, word_ti
         language_line(result.language, result.language_probability, multilingual),
         _text(result, timestamps),
         [segment_row(s) for s in result.segments],
-        gr.update(value=_downloads(result, audio_path), visible=True),
+        gr.update(value=_downloads(result, audio_path, subtitles), visible=True),
         gr.update(value=words, visible=bool(word_timestamps)),
         gr.update(value=speaker_rows(result), visible=result.speakers is not None),
-        (result, audio_path, timestamps),
+        (result, how),
     )
 
 
@@ -170,19 +174,20 @@ def rename_speakers(kept, rows):
 
     if not kept:
         raise uploads.user_error("Transcribe something with speakers first.")
-    result, audio_path, timestamps = kept
+    result, (audio_path, timestamps, subtitles) = kept
     named = renamed(result, rows)
     return (
         _text(named, timestamps),
         [segment_row(s) for s in named.segments],
-        gr.update(value=_downloads(named, audio_path), visible=True),
+        gr.update(value=_downloads(named, audio_path, subtitles), visible=True),
     )
 
 
-def _downloads(result, audio_path: str) -> list[str]:
+def _downloads(result, audio_path: str, subtitles=None) -> list[str]:
+    """Every format's file; the SRT and VTT lines cut by `subtitles` (SubtitleOptions)."""
     folder = uploads.scratch_folder("scriba-")
     stem = os.path.splitext(os.path.basename(audio_path))[0] or "transcript"
-    return [write_transcript(result, fmt, folder, stem) for fmt in FORMATS]
+    return [write_transcript(result, fmt, folder, stem, subtitles) for fmt in FORMATS]
 
 
 def follow_model(choice: str):

@@ -9,6 +9,7 @@ import pytest
 from scriba.app import ui
 from scriba.app.ui import uploads
 from scriba.app.ui.text import language_line, seconds_of
+from scriba.transcription.writers import FORMATS
 
 JFK = paths.JFK
 
@@ -52,7 +53,7 @@ def test_transcription_gives_language_text_rows_and_subtitles():
     assert rows and all(0 <= seconds(start) < seconds(end) <= 11.1 for start, end, _, _, _ in rows)
     assert {language for _, _, _, language, _ in rows} == {"en"}  # each segment's language, shown
     assert {who for _, _, who, _, _ in rows} == {""} and not speakers["visible"]  # none unless asked
-    assert sorted(os.path.basename(f) for f in files) == ["jfk.json", "jfk.srt", "jfk.txt", "jfk.vtt"]
+    assert sorted(os.path.basename(f) for f in files) == sorted(f"jfk.{fmt}" for fmt in FORMATS)
     assert open(files[1]).read().startswith("1\n00:00:00,000 --> ")
     assert open(files[0]).read().split() == text.split()  # TXT: one line per segment
     assert words == []  # no word timestamps unless asked
@@ -78,7 +79,7 @@ def test_the_transcript_grows_as_windows_finish(tmp_path):
     lengths = [len(p[2]) for p in partial]
     assert lengths == sorted(lengths) and lengths[0] < len(rows) == lengths[-1]
     assert partial[-1][2] == rows and text.lower().count("your country") == 4
-    assert files["visible"] and len(files["value"]) == 4
+    assert files["visible"] and len(files["value"]) == len(FORMATS)
 
 
 def test_word_timestamps_fill_the_word_view():
@@ -193,9 +194,8 @@ def test_the_advanced_options_reach_the_transcription():
     import scriba
     from scriba.app.ui.advanced import NAMES, advanced_options
 
-    defaults = dict(
-        zip(NAMES, [""] * 4 + ["-1", 1, 1, 224, 1.0, 1.0, 0, 1.0, 1.0, False, True, True, "auto"])
-    )
+    values = [""] * 4 + ["-1", 1, 1, 224, 1.0, 1.0, 0, 1.0, 1.0, False, True, True, "auto"] + [0, 0, 0, False]
+    defaults = dict(zip(NAMES, values))
     assert advanced_options(list(defaults.values()))["suppress_tokens"] == (-1,)
     chosen = {**defaults, "prefix": "And so, my dear", "hotwords": "country, ask", "clip_timestamps": "0,9"}
     chosen["suppress_tokens"], chosen["no_repeat_ngram_size"] = "-1, 1499", 3
@@ -208,6 +208,25 @@ def test_the_advanced_options_reach_the_transcription():
     assert text == expected.text and text.startswith("And so, my dear") and "country" not in text
     with pytest.raises(ValueError, match="Suppressed tokens must be comma-separated"):
         advanced_options(list({**defaults, "suppress_tokens": "x"}.values()))
+
+
+def test_the_subtitle_downloads_cut_their_lines_as_asked():
+    """The Advanced options' subtitle lines reach the SRT and VTT downloads as the writers cut
+    them (the subtitles' own tests hold them to openai-whisper's); the other files stay whole."""
+    import scriba
+    from scriba.app.ui.advanced import NAMES
+    from scriba.transcription.subtitles import SubtitleOptions
+    from scriba.transcription.writers import format_transcript
+
+    values = [""] * 4 + ["-1", 1, 1, 224, 1.0, 1.0, 0, 1.0, 1.0, False, True, True, "auto", 24, 2, 0, True]
+    assert len(values) == len(NAMES)
+    *_, files, _, _, _ = ui.run_transcription(JFK, "", "auto", "transcribe", True, "int8", advanced=values)
+    written = {os.path.splitext(f)[1]: open(f, encoding="utf-8").read() for f in files["value"]}
+    words = scriba.transcribe(JFK, word_timestamps=True)
+    lines = SubtitleOptions(max_line_width=24, max_line_count=2, highlight_words=True)
+    assert written[".srt"] == format_transcript(words, "srt", lines) and "<u>" in written[".srt"]
+    assert written[".vtt"] == format_transcript(words, "vtt", lines)
+    assert written[".txt"] == format_transcript(words, "txt") and set(written) >= {".tsv", ".lrc", ".json"}
 
 
 def test_speakers_label_the_transcript_and_are_renamed_on_the_page_and_in_the_downloads(tmp_path):
