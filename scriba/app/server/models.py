@@ -44,7 +44,7 @@ class ServedModels:
                 raise APIError(404, "this server has no summarizer (start it with --summarizer)", "model")
             return self.summarizer
         if name not in self.allowed:
-            served = ", ".join(sorted(self.allowed))
+            served = ", ".join([WHISPER_ALIAS] * (kind == "whisper") + sorted(self.allowed))
             raise APIError(
                 404, f"model {name!r} is not served here; served: {served}", "model", "model_not_found"
             )
