@@ -1,12 +1,19 @@
 """Scriba: a paged encoder/decoder inference engine for Whisper and BART.
 
-Public names: transcribe, summarize, Engine, EngineConfig, SamplingParams, the prompt types and outputs.
+Public names: transcribe, summarize, unload, loaded_models, Engine, EngineConfig, SamplingParams, the
+prompt types and outputs.
 They are imported on first use, so `import scriba` is quick and torch loads only when needed.
 """
 
 import importlib
 
+from scriba.engine.host_heap import reuse_freed_memory
+
 __version__ = "0.1.0"
+
+# glibc's arena cap and thresholds before any other thread of the process (numpy's, torch's,
+# OpenVINO's) takes an arena of its own: an unloaded model's memory then goes back (host_heap.py).
+reuse_freed_memory()
 
 _EXPORTS = {
     "transcribe": "scriba.transcription.transcribe",
@@ -14,6 +21,8 @@ _EXPORTS = {
     "TranscriptionInfo": "scriba.transcription.stream",
     "TranscribeOptions": "scriba.transcription.options",
     "summarize": "scriba.summarization.summarize",
+    "unload": "scriba.runtime.loops",
+    "loaded_models": "scriba.runtime.loops",
     "Transcription": "scriba.transcription.results",
     "Segment": "scriba.transcription.results",
     "AudioPrompt": "scriba.whisper.requests",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scriba.media.load import AudioError, AudioInput, is_audio_pair, load_audio
-from scriba.runtime.loops import get_loop
+from scriba.runtime.loops import acquire_loop, release_loop
 from scriba.transcription.driver import Event, SegmentsReady, run
 from scriba.transcription.file import FileTranscription
 from scriba.transcription.options import TranscribeOptions
@@ -97,7 +97,16 @@ def begin(
     report = reporter(progress)
     say = report or (lambda p: None)
     say(Progress("loading model"))
-    loop = get_loop(o.model, **o.engine)
+    loop = acquire_loop(o.model, **o.engine)  # not unloaded before the job's events end
+    try:
+        return _begun(loop, sources, raise_errors, o, report, cancel, streaming)
+    except BaseException:
+        release_loop(loop)
+        raise
+
+
+def _begun(loop, sources: list, raise_errors: bool, o: TranscribeOptions, report, cancel, streaming) -> Job:
+    say = report or (lambda p: None)
     language = _check_request_options(loop.engine, o.language, o.task)
     encoder = speaker_encoder(o.speaker_model) if o.diarize else None
     voices = known_voices(o.known_speakers, encoder) if o.diarize else None
@@ -114,8 +123,16 @@ def begin(
         speakers = [find_speakers(f.wave, o, f.speech_probs, voices, encoder) for f in files]
         decoder.aligned = lambda w, start, end: _speaker_changes(files[w.file], speakers[w.file], start, end)
     say(Progress("transcribing"))
-    events = run(decoder, files, o.mode, o.condition_on_previous_text, streaming)
+    events = _released(run(decoder, files, o.mode, o.condition_on_previous_text, streaming), loop)
     return Job(decoder, files, errors, events, say, o, speakers)
+
+
+def _released(events: Iterator[Event], loop) -> Iterator[Event]:
+    """The events; the loop's lease ends with them (read to the end, closed, or dropped)."""
+    try:
+        yield from events
+    finally:
+        release_loop(loop)
 
 
 # A turn overlapping a segment's timestamps by this little is their slack, not a change inside it.

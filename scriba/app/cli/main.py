@@ -38,6 +38,8 @@ from scriba.app.cluster.commands import (
 from scriba.summarization import DEFAULT_SUMMARIZER
 from scriba.transcription.writers import FORMATS
 
+MODEL_TTL = 300.0  # scriba serve: seconds a model stays loaded unused (speaches' default)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -127,6 +129,14 @@ def _add_serve(sub) -> None:
     sv.add_argument("--api-key", default=None, help="require Authorization: Bearer KEY on /v1 routes")
     sv.add_argument("--allow-models", default="", help="comma-separated extra models requests may ask for")
     sv.add_argument("--max-loaded", type=int, default=2, help="engines kept loaded (least recently used go)")
+    sv.add_argument(
+        "--model-ttl", type=float, default=MODEL_TTL, metavar="SECONDS",
+        help=f"unload a model unused this long (default {MODEL_TTL:g}; -1: never; 0: after each request)",
+    )
+    sv.add_argument(
+        "--preload", action="append", default=None, metavar="MODEL",
+        help="load this served model at start (repeatable; default: the first --model)",
+    )
     sv.add_argument("--ui", action="store_true", help="also mount the web app at /ui")
     add_engine_options(sv)
     add_ray_serve_options(sv)
@@ -152,7 +162,8 @@ def run_serve(args: argparse.Namespace) -> int:
     allow = [m.strip() for m in args.allow_models.split(",") if m.strip()]
     if args.ray:
         return run_serve_on_ray(args, config, allow)
-    served = ServedModels(args.model or [], args.summarizer, allow, args.max_loaded, **config)
+    on_demand = dict(max_loaded=args.max_loaded, ttl=args.model_ttl, preload=args.preload or ())
+    served = ServedModels(args.model or [], args.summarizer, allow, **on_demand, **config)
     ui = None
     if args.ui:
         from scriba.app.ui import build_ui

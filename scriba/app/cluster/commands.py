@@ -76,7 +76,8 @@ def run_serve_on_ray(args: argparse.Namespace, config: dict, allow: list[str]) -
         ray_address=args.ray_address,
     )
     served = {"whisper": args.model or [], "summarizer": args.summarizer, "allow": allow}
-    served |= {"max_loaded": args.max_loaded, "engine_config": config}
+    served |= {"max_loaded": args.max_loaded, "ttl": args.model_ttl, "preload": args.preload or ()}
+    served |= {"engine_config": config}
     on_ray.start(served, {"api_key": args.api_key}, plan, args.host, args.port)
     where = f"http://{args.host}:{args.port}/v1"
     print(f"scriba: serving on Ray Serve at {where} (Ctrl-C stops)", file=sys.stderr)

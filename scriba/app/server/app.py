@@ -1,7 +1,8 @@
 """`scriba serve`: an OpenAI-compatible server (FastAPI + uvicorn) over the shared engines.
 
-Binds 127.0.0.1 unless told otherwise; with an API key every /v1 route wants
-`Authorization: Bearer KEY`; only the served models (and --allow-models) can be asked for.
+Binds 127.0.0.1 unless told otherwise; with an API key every /v1 and /api route wants
+`Authorization: Bearer KEY`; only the served models (and --allow-models) can be asked for, each
+loaded on demand and unloaded when idle (models.py; /api/ps in models_api.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from fastapi import FastAPI
 from fastapi.responses import Response
 
-from scriba.app.server import audio_api, errors, realtime, summaries_api
+from scriba.app.server import audio_api, errors, models_api, realtime, summaries_api
 from scriba.app.server.metrics import Metrics
 from scriba.app.server.models import ServedModels
 
@@ -35,6 +36,7 @@ def create_app(served: ServedModels, settings: ServerSettings | None = None, pre
     app.include_router(audio_api.router)
     app.include_router(summaries_api.router)
     app.include_router(realtime.router)
+    app.include_router(models_api.router)
 
     @app.get("/health")
     def health():
@@ -48,8 +50,9 @@ def create_app(served: ServedModels, settings: ServerSettings | None = None, pre
     def prometheus():
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
-    if preload:  # the default Whisper loads as the server starts
+    if preload and not served.preload:  # without --preload, the default Whisper loads as it starts
         threading.Thread(target=served.loop, args=(served.whisper[0],), daemon=True).start()
+    served.start()
     return app
 
 
@@ -61,7 +64,7 @@ def asgi_app(served: ServedModels, settings: ServerSettings | None = None, prelo
 
 def _require_key(app, api_key: str | None):
     async def check(scope, receive, send):
-        if api_key and scope["type"] in ("http", "websocket") and scope["path"].startswith("/v1/"):
+        if api_key and scope["type"] in ("http", "websocket") and scope["path"].startswith(("/v1/", "/api/")):
             headers = dict(scope.get("headers") or [])
             if headers.get(b"authorization", b"").decode() != f"Bearer {api_key}":
                 if scope["type"] == "websocket":  # the handshake is refused (HTTP 403)

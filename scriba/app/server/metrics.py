@@ -1,6 +1,7 @@
 """GET /metrics in Prometheus' text format (prometheus_client): requests by path and status,
 latency histograms, and from the shared engine loops: queue depth, running sequences, KV blocks
-used and free, tokens generated (its rate is tokens/s); the C heap in use, kept free, mapped."""
+used and free, tokens generated (its rate is tokens/s); model loads, unloads and resident bytes;
+the C heap in use, kept free, mapped."""
 
 from __future__ import annotations
 
@@ -32,12 +33,30 @@ class EngineCollector:
         for loop in loops:
             tokens.add_metric([str(loop.model)], loop.generated_tokens)
         yield tokens
+        yield from _residency()
         heap = heap_bytes()
         if heap is not None:
             family = GaugeMetricFamily("scriba_host_heap_bytes", "the process' C heap", labels=["kind"])
             for kind, value in heap.items():
                 family.add_metric([kind], value)
             yield family
+
+
+def _residency():
+    """Loads and unloads per model since the process began, and each loaded model's bytes (the
+    process' resident growth while it loaded)."""
+    from scriba.runtime.loops import LOADS, UNLOADS, resident
+
+    for name, doc, counts in (("scriba_model_loads", "engines loaded", LOADS),
+                              ("scriba_model_unloads", "engines unloaded", UNLOADS)):
+        family = CounterMetricFamily(name, doc, labels=["model"])
+        for model, count in list(counts.items()):
+            family.add_metric([str(model)], count)
+        yield family
+    family = GaugeMetricFamily("scriba_model_resident_bytes", "bytes a loaded model added", labels=["model"])
+    for r in resident():
+        family.add_metric([str(r.model)], r.grown_bytes)
+    yield family
 
 
 class Metrics:
