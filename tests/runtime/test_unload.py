@@ -33,7 +33,8 @@ def test_an_unload_waits_for_the_leases_and_a_new_caller_reloads(tiny_whispers):
     deadline = time.time() + 60
     while not asked and time.time() < deadline:
         time.sleep(0.05)
-    assert asked and asked[0] is not held and asked[0].generate([SILENCE], [scriba.SamplingParams(max_tokens=2)])
+    assert asked and asked[0] is not held
+    assert asked[0].generate([SILENCE], [scriba.SamplingParams(max_tokens=2)])[0].finished
     assert unload(model) and not unload(model) and model not in loaded_models()
 
 
