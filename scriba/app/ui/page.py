@@ -68,7 +68,7 @@ def _options(models: list[str]) -> list:
 
 def _results() -> dict:
     return dict(
-        language=gr.Textbox(label="Language", interactive=False, elem_id="language-line"),
+        language=gr.Textbox(label="Detected language", interactive=False, elem_id="language-line"),
         transcript=gr.Textbox(
             label="Transcript", lines=8, interactive=False, elem_id="transcript", buttons=["copy"]
         ),
@@ -95,7 +95,7 @@ def _results() -> dict:
         rename=gr.Button("Rename speakers", elem_id="rename-speakers"),
         kept=gr.State(None),  # the last result, for renaming its speakers
         downloads=gr.File(
-            label="Downloads (TXT, SRT, VTT, JSON)",
+            label="Downloads (TXT, SRT, VTT, TSV, LRC, JSON)",
             file_count="multiple",
             interactive=False,
             elem_id="downloads",
