@@ -13,8 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 
-from scriba.kernels.compile_notice import compile_notice
-
 logger = logging.getLogger("scriba")
 
 
@@ -25,9 +23,8 @@ def preload_kernels(runner, request_processing) -> threading.Thread:
 
     def load() -> None:
         try:
-            with compile_notice(True):  # on a fresh machine: compiled, not loaded
-                runner.load_kernels()
-                request_processing.load_kernels(runner.device)
+            runner.load_kernels()
+            request_processing.load_kernels(runner.device)
         except Exception as e:  # the first step then loads them itself, and says why not
             logger.warning("preloading the compiled kernels failed: %s", e)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 
 logger = logging.getLogger("scriba")
@@ -28,6 +29,17 @@ def compile_notice(first_call: bool):
         yield
     finally:
         timer.cancel()
+
+
+def compiles(kernel) -> bool:
+    """Whether calling a numba `kernel` now compiles it: nothing compiled in this process and
+    nothing in numba's cache for it (a kernel numba does not cache: nothing compiled yet)."""
+    if getattr(kernel, "signatures", None):
+        return False
+    try:
+        return not os.path.exists(kernel._cache._cache_file._index_path)
+    except AttributeError:
+        return True
 
 
 def _say() -> None:

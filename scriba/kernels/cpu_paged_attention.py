@@ -31,7 +31,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic, overload
 
-from scriba.kernels.compile_notice import compile_notice
+from scriba.kernels.compile_notice import compile_notice, compiles
 from scriba.kernels.cpu_exp import softmax_weights
 from scriba.kernels.cpu_f16_blocks import BLOCK, HEAD_DIM, block_scores, block_values
 from scriba.kernels.kv8 import is_quantized
@@ -272,7 +272,7 @@ def paged_decode_attention_cpu(
 
 def launch(kernel, args: tuple) -> None:
     """Run a numba kernel of this package on torch's thread count, one launch at a time."""
-    with _launches, compile_notice(not kernel.signatures):
+    with _launches, compile_notice(compiles(kernel)):
         _use_torch_threads()
         kernel(*args)
 

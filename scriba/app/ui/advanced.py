@@ -68,11 +68,13 @@ def build_advanced(gr) -> list:
                 )
         with gr.Row():
             for name, label, value, info in CHECK_FIELDS:
-                components.append(
-                    gr.Checkbox(value=value, label=label, info=info or None, elem_id=f"adv-{name}")
-                )
+                with gr.Column(min_width=180):  # a checkbox's own min_width does not wrap a row
+                    components.append(
+                        gr.Checkbox(value=value, label=label, info=info or None, elem_id=f"adv-{name}")
+                    )
             components.append(
-                gr.Radio(VAD_CHOICES, value="auto", label="Voice activity detection", elem_id="adv-vad")
+                gr.Radio(VAD_CHOICES, value="auto", label="Voice activity detection", elem_id="adv-vad",
+                         min_width=180)
             )
         with gr.Row():
             for name, label, info in SUBTITLE_FIELDS:
@@ -81,7 +83,7 @@ def build_advanced(gr) -> list:
                 )
             components.append(
                 gr.Checkbox(value=False, label="Highlight words", info="SRT/VTT: a cue per spoken word",
-                            elem_id="adv-highlight_words")
+                            elem_id="adv-highlight_words", min_width=180)
             )
     return components
 

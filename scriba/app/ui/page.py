@@ -43,20 +43,28 @@ def whisper_choices(whisper_model) -> list[str]:
     return [m or BUNDLED for m in models]
 
 
+# A phone's width (420 px) holds two of these side by side; a row of more wraps instead of
+# squeezing their labels.
+WIDE = 180
+
+
 def _options(models: list[str]) -> list:
     """The Transcribe tab's choices, in run_transcription's order after the audio."""
     with gr.Row():
-        model = gr.Dropdown(models, value=models[0], label="Whisper model", elem_id="model-choice")
+        model = gr.Dropdown(
+            models, value=models[0], label="Whisper model", elem_id="model-choice", min_width=WIDE
+        )
         language = gr.Dropdown(
-            [("Auto-detect", "auto")], value="auto", label="Language", elem_id="language", interactive=False
+            [("Auto-detect", "auto")], value="auto", label="Language", elem_id="language", interactive=False,
+            min_width=WIDE,
         )
         # Shown for a multilingual model only (follow_model): an English-only one only transcribes.
         task = gr.Radio(["transcribe"], value="transcribe", label="Task", elem_id="task", visible=False)
-        timestamps = gr.Checkbox(value=True, label="Timestamps")
+        timestamps = gr.Checkbox(value=True, label="Timestamps", min_width=WIDE)
         precision = gr.Radio(
             precision_choices(), value="int8", label="Speed", elem_id="precision", info=PRECISION_INFO
         )
-        word_timestamps = gr.Checkbox(value=False, label="Word timestamps")
+        word_timestamps = gr.Checkbox(value=False, label="Word timestamps", min_width=WIDE)
     with gr.Row():
         diarize = gr.Checkbox(value=False, label="Speakers", info="who spoke when", elem_id="diarize")
         num_speakers = gr.Number(

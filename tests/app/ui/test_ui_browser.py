@@ -353,3 +353,22 @@ def test_the_multilingual_base_detects_and_translates(page, tmp_path, shoot):
     line = page.locator("#language-line textarea, #language-line input").input_value()
     assert line.startswith("detected: Spanish (0.9"), line
     shoot(page, "base_translated")
+
+
+CUT_TEXT = "el => [...el.querySelectorAll('span')].some(s => s.scrollWidth > s.clientWidth + 1)"
+
+
+def test_a_phone_s_width_keeps_every_label_whole(page, shoot):
+    """At 420 px the choices wrap instead of squeezing: each checkbox keeps room for its label
+    (the label's text is not cut), the Timestamps label shows, one field is named Language."""
+    page.set_viewport_size({"width": 420, "height": 900})
+    page.click("#advanced button, #advanced .label-wrap")
+    page.wait_for_selector("#adv-multilingual", state="visible")
+    checkboxes = ["#adv-multilingual", "#adv-suppress_blank", "#adv-condition_on_previous_text", "#diarize"]
+    for selector in checkboxes:
+        label = page.locator(f"{selector} label").first
+        cut = label.evaluate(CUT_TEXT)
+        assert label.bounding_box()["width"] >= 150 and not cut, selector
+    assert page.get_by_text("Timestamps", exact=True).first.is_visible()
+    assert page.locator("label:text-is('Language'), span:text-is('Language')").count() == 1
+    shoot(page, "phone_width")
