@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scriba.runtime.loops import check_options, get_loop
+from scriba.runtime.loops import acquire_loop, check_options, release_loop
 from scriba.summarization import DEFAULT_SUMMARIZER
 from scriba.summarization.levels import Lengths, summarize_levels
 from scriba.summarization.pieces import split_to_fit
@@ -37,16 +37,11 @@ def summarize(
     items = [text] if single else list(text)
     spans = [_spans_of(item, i) for i, item in enumerate(items)]
     check_options(engine_config, summarize)
-    loop = _summarizer(model, engine_config)
-    engine = loop.engine
-    final = engine.generation_defaults("summarization", **_length_overrides(engine, max_length, min_length))
-    max_input = engine.model.max_encoder_len
-    cuts = [None if s is None else sections(s, engine.tokenizer, max_input) for s in spans]
-    first = [
-        split_to_fit(item, engine.tokenizer, max_input) if cut is None else [text for _, _, text in cut]
-        for item, cut in zip(items, cuts)
-    ]
-    found = summarize_levels(loop, first, Lengths.of(final, max_input))
+    loop = acquire_loop(model, **engine_config)  # not unloaded before the summaries are done
+    try:
+        found, cuts = _summarized(_summarizer(model, loop), items, spans, max_length, min_length)
+    finally:
+        release_loop(loop)
     summaries = [
         Summary(f.summary, f.pieces, () if cut is None else _sections(cut, f)) for f, cut in zip(found, cuts)
     ]
@@ -73,8 +68,21 @@ def _sections(cut, found) -> tuple[Section, ...]:
     return tuple(Section(start, end, summary) for (start, end, _), summary in zip(cut, found.first))
 
 
-def _summarizer(model, engine_config: dict):
-    loop = get_loop(model, **engine_config)
+def _summarized(loop, items: list, spans: list, max_length, min_length) -> tuple[list, list]:
+    """Each item's levels of summaries (summarize_levels) and its sections' cut, or None."""
+    engine = loop.engine
+    final = engine.generation_defaults("summarization", **_length_overrides(engine, max_length, min_length))
+    max_input = engine.model.max_encoder_len
+    cuts = [None if s is None else sections(s, engine.tokenizer, max_input) for s in spans]
+    first = [
+        split_to_fit(item, engine.tokenizer, max_input) if cut is None else [text for _, _, text in cut]
+        for item, cut in zip(items, cuts)
+    ]
+    return summarize_levels(loop, first, Lengths.of(final, max_input)), cuts
+
+
+def _summarizer(model, loop):
+    """`loop`, checked: a text model with a tokenizer."""
     if getattr(loop.engine.model, "encodes_audio", False):
         raise ValueError(f"model {model!r} is a speech model: use scriba.transcribe()")
     if loop.engine.tokenizer is None:

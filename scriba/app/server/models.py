@@ -8,7 +8,6 @@ of it, and one that asks for the model while it unloads waits and loads it again
 from __future__ import annotations
 
 import threading
-import time
 
 from scriba.app.server.errors import APIError
 from scriba.models.offline import offered_models
@@ -35,6 +34,7 @@ class ServedModels:
             served = ", ".join(sorted(self.allowed))
             raise ValueError(f"--preload {unknown[0]!r} is not a served model; served: {served}")
         self.preload = [self._argument(m) for m in preload]
+        self._started, self._stopped = False, threading.Event()
 
     @staticmethod
     def name(model: str | None) -> str:
@@ -88,12 +88,13 @@ class ServedModels:
         if self.ttl < 0:
             return []
         idle = [r.model for r in resident() if not r.leases and r.idle_seconds >= self.ttl]
-        return [self.name(m) for m in idle if close_if_idle(m, self.ttl)]
+        mine = [m for m in idle if self.name(m) in self.allowed]  # another app's engines stay
+        return [self.name(m) for m in mine if close_if_idle(m, self.ttl)]
 
     def start(self) -> None:
         """Load the `preload` models (in the background) and unload idle ones every so often
         (once, however many apps serve these models)."""
-        if getattr(self, "_started", False):
+        if self._started:
             return
         self._started = True
         for model in self.preload:
@@ -102,9 +103,12 @@ class ServedModels:
             every = min(max(self.ttl / 4, 0.1), 5.0)
             threading.Thread(target=self._reaping, args=(every,), daemon=True, name="scriba-ttl").start()
 
+    def stop(self) -> None:
+        """Stop unloading idle models (the server stopping)."""
+        self._stopped.set()
+
     def _reaping(self, every: float) -> None:
-        while True:
-            time.sleep(every)
+        while not self._stopped.wait(every):
             self.reap()
 
     def _argument(self, name: str, kind: str | None = None) -> str | None:

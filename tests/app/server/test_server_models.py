@@ -80,6 +80,14 @@ def test_an_idle_model_goes_after_its_ttl(tiny_whispers):
     model = tiny_whispers["english"][0]
     served = ServedModels([model], None, ttl=0.5, num_kv_blocks=200)
     served.start()
+    try:
+        _goes_and_comes_back(served, model)
+    finally:
+        served.stop()
+
+
+def _goes_and_comes_back(served, model):
+    bundled = scriba.transcribe(paths.JFK)  # not served here: its engine stays
     served.loop(model)
     assert served.loaded() == [model]
     deadline = time.time() + 10
@@ -90,7 +98,7 @@ def test_an_idle_model_goes_after_its_ttl(tiny_whispers):
     assert served.loaded() == [model]
     while served.loaded() and time.time() < deadline + 10:
         time.sleep(0.1)
-    assert served.loaded() == []
+    assert served.loaded() == [] and "tiny.en" in scriba.loaded_models() and bundled.text
 
 
 def test_a_preload_must_be_served():
