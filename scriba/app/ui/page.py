@@ -138,10 +138,6 @@ def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER, summarize
         with gr.Tab("Summarize"):
             summary_notice, summarize_button, summary_model_state = build_summarize_tab(gr, summary_model)
 
-        def transcribe_with_progress(audio_path, *chosen, progress=gr.Progress()):
-            basic, extra = chosen[: len(options)], chosen[len(options) :]
-            yield from stream_transcription(audio_path, *basic, progress=progress, advanced=list(extra))
-
         model_box, language, task = options[:3]
         demo.load(follow_model, [model_box], [status, language, task])
         model_box.change(follow_model, [model_box], [status, language, task])
@@ -151,17 +147,7 @@ def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER, summarize
             [summary_notice, summarize_button, to_summary, why_not],
         )
         audio.upload(uploads.check_upload, [audio], [audio, notice])
-        outputs = [out["language"], out["transcript"], out["segments"], out["downloads"], out["words"]]
-        outputs += [out["speakers"], out["kept"]]
-        # One progress bar, over the language line: the transcript stays readable as it grows
-        # (Gradio draws one over every output otherwise).
-        go.click(
-            transcribe_with_progress,
-            [audio, *options, *advanced],
-            outputs,
-            api_name="transcribe",
-            show_progress_on=[out["language"]],
-        )
+        _transcribe_on_click(go, audio, options, advanced, out)
         out["segments"].select(_seek, None, [audio]).then(None, js=PLAY_JS)
         _rename_on_click(out)
         # The transcript is summarized with the configured summarizer, section by section.
@@ -173,6 +159,26 @@ def build_ui(whisper_model=None, summarizer: str = DEFAULT_SUMMARIZER, summarize
         sections.select(_seek, None, [audio]).then(None, js=PLAY_JS)
     # Several requests run at once; their windows join the shared engines' batches.
     return demo.queue(default_concurrency_limit=4)
+
+
+def _transcribe_on_click(go, audio, options: list, advanced: list, out: dict) -> None:
+    """The Transcribe button: the page's outputs as the segments come, then the whole result."""
+
+    def transcribe_with_progress(audio_path, *chosen, progress=gr.Progress()):
+        basic, extra = chosen[: len(options)], chosen[len(options) :]
+        yield from stream_transcription(audio_path, *basic, progress=progress, advanced=list(extra))
+
+    outputs = [out["language"], out["transcript"], out["segments"], out["downloads"], out["words"]]
+    outputs += [out["speakers"], out["kept"]]
+    # One progress bar, over the language line: the transcript stays readable as it grows
+    # (Gradio draws one over every output otherwise).
+    go.click(
+        transcribe_with_progress,
+        [audio, *options, *advanced],
+        outputs,
+        api_name="transcribe",
+        show_progress_on=[out["language"]],
+    )
 
 
 def _rename_on_click(out: dict) -> None:
