@@ -4,8 +4,9 @@ over /v1/realtime?intent=transcription to `scriba serve` (its own process, serve
 
 Printed per N: the delay from the end of a spoken word to the delta that confirms it, and from
 the end of a turn (speech_stopped's audio_end_ms: the silence that ends it included) to its
-completed event (p50, p90); how many sessions kept up with real time (every turn completed
-within 3 s of its end, p90 within 1.5 s); sessions lost (a turn whose speech stopped never
+completed event (p50, p90); the gap between a turn's deltas while it is spoken (p50); how many
+sessions kept up with real time (every turn completed within 3 s of its end, p90 within 1.5 s);
+sessions lost (a turn whose speech stopped never
 completed, or the socket closed); and the completed texts' word error rate against the clips'
 references. A word is confirmed once two transcriptions of its turn's tail, 1 s of audio apart,
 agree on it: the word-to-delta delay is that algorithm's, and grows with load.
@@ -132,6 +133,23 @@ def delays(result: dict) -> tuple[list[float], list[float]]:
     return word_delays, turn_delays
 
 
+def delta_gaps(result: dict) -> list[float]:
+    """Seconds between a turn's deltas while it is spoken (from its speech_started event to each
+    delta, then delta to delta, until its speech_stopped event): how live the text feels."""
+    gaps, last, open_turns = [], {}, set()
+    for event, at in result["events"]:
+        kind, item = event["type"], event.get("item_id")
+        if kind == "input_audio_buffer.speech_started":
+            last[item] = at
+            open_turns.add(item)
+        elif kind == "input_audio_buffer.speech_stopped":
+            open_turns.discard(item)
+        elif kind.endswith("input_audio_transcription.delta") and item in open_turns:
+            gaps.append(at - last[item])
+            last[item] = at
+    return gaps
+
+
 def unfinished(result: dict) -> int:
     """Turns whose speech stopped but whose text never came."""
     events = [e for e, _ in result["events"]]
@@ -174,10 +192,10 @@ def p(values: list[float], q: float) -> float:
 
 
 def report(say: Report, n: int, results: list[dict], offline_texts: list[str], texts: list[list]) -> None:
-    words, turns, kept, lost, hyp, ref = [], [], 0, 0, [], []
+    words, turns, gaps, kept, lost, hyp, ref = [], [], [], 0, 0, [], []
     for result, refs in zip(results, texts):
         w, t = delays(result)
-        words, turns = words + w, turns + t
+        words, turns, gaps = words + w, turns + t, gaps + delta_gaps(result)
         done = [e["transcript"] for e, _ in result["events"] if e["type"].endswith("transcription.completed")]
         if isinstance(result.get("error"), str) or unfinished(result) or not t:
             lost += 1
@@ -189,6 +207,7 @@ def report(say: Report, n: int, results: list[dict], offline_texts: list[str], t
     say(
         f"{n:2d} sessions: word end -> delta p50 {p(words, 50):.2f} s, p90 {p(words, 90):.2f} s; "
         f"turn end -> completed p50 {p(turns, 50):.2f} s, p90 {p(turns, 90):.2f} s; "
+        f"gap between deltas during speech p50 {p(gaps, 50):.2f} s; "
         f"real time {kept}/{n}; lost {lost}; WER {wer:.4f} (offline "
         f"transcribe() of the same audio {wer_offline:.4f})"
     )

@@ -44,6 +44,9 @@ class SamplingParams:
     # Whether a finished sequence's weights are wanted, given its output token ids (None: always):
     # the pass is skipped where the caller finds it would not use them.
     cross_attention_wanted: Callable[[list[int]], bool] | None = field(default=None, compare=False)
+    # Lower runs first (vLLM's meaning): a waiting request is admitted before every waiting one of
+    # a higher value, whenever it came; equal values keep their order of arrival.
+    priority: int = 0
 
     def __post_init__(self) -> None:
         _require(isinstance(self.n, int) and self.n >= 1, f"n must be an integer >= 1, got {self.n!r}")
@@ -92,6 +95,7 @@ class SamplingParams:
                 "beam search is deterministic: use temperature=0 and n=1 with beam_width > 1",
             )
             _require(self.logprobs is None, "logprobs are not returned with beam search")
+        _require(isinstance(self.priority, int), f"priority must be an integer, got {self.priority!r}")
         if self.cross_attention_heads is not None:
             heads = [tuple(h) for h in self.cross_attention_heads]
             _require(

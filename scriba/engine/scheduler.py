@@ -65,7 +65,12 @@ class Scheduler:
         self._freed_while_encoding = False
 
     def add(self, group: SequenceGroup) -> None:
-        self.waiting.append(group)
+        """Waiting groups are admitted by priority (lower first), then in order of arrival."""
+        priority = group.params.priority
+        at = len(self.waiting)
+        while at and self.waiting[at - 1].params.priority > priority:
+            at -= 1
+        self.waiting.insert(at, group)
 
     def has_unfinished(self) -> bool:
         return bool(self.waiting or self.running or self.swapped)

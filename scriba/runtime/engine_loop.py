@@ -9,7 +9,8 @@ them into the running batch and steps. It is built not to lose anyone:
 - `cancel` aborts a caller's requests and frees their KV blocks at the next step;
 - `max_pending` bounds the requests queued or running: past it `submit` raises `EngineBusy`;
 - fairness: a caller's requests are admitted to the engine a few at a time, taking turns with
-  the other callers, so a short request is not queued behind all of a long file's windows;
+  the other callers, so a short request is not queued behind all of a long file's windows; a
+  request of a lower `priority` goes first (a live turn's final text before partial updates);
 - memory stays flat over a long run: the C heap's free pages go back to the system when the
   loop goes idle and every `GIVE_BACK_EVERY` seconds while it is busy (engine/host_heap.py).
 """
@@ -164,11 +165,18 @@ class EngineLoop:
         self._deliver(outputs)
 
     def _admit_in_turn(self) -> None:
-        """Callers take turns, one request each, while the engine has few waiting."""
-        waiting = len(self.engine.scheduler.waiting)
-        while self._queue and waiting < ADMIT_AHEAD:
-            call = self._queue.popleft()
-            rid, request, future = call.pop(0)
+        """Callers take turns, one request each, while the engine has few waiting; the call whose
+        next request has the lowest priority (SamplingParams.priority) goes first, and a request
+        of a lower priority than every one waiting in the engine is admitted at once."""
+        waiting = self.engine.scheduler.waiting
+        while self._queue:
+            call = min(self._queue, key=lambda c: c[0][1].params.priority)  # the first of the lowest
+            rid, request, future = call[0]
+            lowest = min((g.params.priority for g in waiting), default=request.params.priority + 1)
+            if len(waiting) >= ADMIT_AHEAD and request.params.priority >= lowest:
+                break
+            self._queue.remove(call)
+            call.pop(0)
             if call:
                 self._queue.append(call)
             if future.cancelled():
@@ -179,7 +187,6 @@ class EngineLoop:
                 future.set_exception(e)
                 continue
             self._futures[rid], self._requests[rid] = future, request
-            waiting += 1
 
     def _apply_cancels(self, cancels: list[str]) -> None:
         gone = set(cancels)

@@ -42,6 +42,7 @@ class LiveTranscript:
     confirmed: list[LiveWord] = field(default_factory=list)
     pending: list[LiveWord] = field(default_factory=list)  # the last transcription's unconfirmed words
     cancel: threading.Event | None = None  # set: a transcription under way stops (transcribe()'s)
+    priority: int = 0  # its transcriptions' place in the engine's queue (SamplingParams.priority)
 
     def add(self, samples: np.ndarray, rate: int) -> None:
         """Append a chunk of the recording (any rate, mono or with channels, int or float)."""
@@ -57,9 +58,13 @@ class LiveTranscript:
         """(confirmed text, unconfirmed text)."""
         return "".join(w.text for w in self.confirmed).strip(), "".join(w.text for w in self.pending).strip()
 
+    def due(self) -> bool:
+        """Enough new audio arrived since the last transcription for another."""
+        return self.samples - self.transcribed_to >= MIN_NEW_SECONDS * SAMPLE_RATE
+
     def update(self, force: bool = False) -> tuple[str, str]:
         """Transcribe the tail again if enough new audio arrived; confirm what two runs agree on."""
-        if not force and self.samples - self.transcribed_to < MIN_NEW_SECONDS * SAMPLE_RATE:
+        if not force and not self.due():
             return self.text()
         self.transcribed_to = self.samples
         heard = self._transcribe_tail()
@@ -81,7 +86,7 @@ class LiveTranscript:
         options = TranscribeOptions.build(
             self.options, word_timestamps=True, vad_filter=False, initial_prompt=prompt
         )
-        result = transcribe((tail, SAMPLE_RATE), options, cancel=self.cancel)
+        result = transcribe((tail, SAMPLE_RATE), options, cancel=self.cancel, priority=self.priority)
         offset = self.buffer_start / SAMPLE_RATE
         done = self.confirmed[-1].end if self.confirmed else 0.0
         words = [LiveWord(w.word, offset + w.start, offset + w.end) for s in result.segments for w in s.words]

@@ -22,6 +22,7 @@ import numpy as np
 
 from scriba.media.load import SAMPLE_RATE
 from scriba.transcription.live import LiveTranscript
+from scriba.transcription.live_updates import SHARED, UpdateSlots
 from scriba.transcription.options import TranscribeOptions
 from scriba.transcription.turns import SpeechStarted, SpeechStopped, TurnDetection, TurnDetector
 
@@ -79,6 +80,11 @@ class Cleared:
 Event = TurnStarted | TurnStopped | Committed | Delta | Tentative | Completed | Failed | Cleared
 
 
+# A turn's final text goes ahead of every file window and partial update in the engine's queue;
+# partial updates come after every other request (SamplingParams.priority: lower first).
+TURN_PRIORITY, UPDATE_PRIORITY = -1, 1
+
+
 class LiveSession:
     """`append(samples)` (16 kHz float32), `commit()`, `clear()`, `configure(...)`, `close()`:
     queued, done in order on the session's thread; `emit(event)` hears what they lead to."""
@@ -89,8 +95,10 @@ class LiveSession:
         options: TranscribeOptions | None = None,
         detection: TurnDetection | None = TurnDetection(),
         item_prefix: str = "item",
+        updates: UpdateSlots = SHARED,
     ):
         self.emit = emit
+        self.updates = updates  # the partial-update slots this session shares with the others
         self.options = options or TranscribeOptions()
         self.detection = detection
         self.detector = TurnDetector(detection) if detection is not None else None
@@ -195,7 +203,7 @@ class LiveSession:
 
     def _start_turn(self, start: int) -> None:
         self.item_id, self.turn_start = next(self.ids), start
-        self.turn = LiveTranscript(options=self.options, cancel=self.interrupt)
+        self.turn = LiveTranscript(options=self.options, cancel=self.interrupt, priority=UPDATE_PRIORITY)
         self.emit(TurnStarted(self.item_id, _ms(start)))
 
     def _commit_buffer(self) -> None:
@@ -217,7 +225,10 @@ class LiveSession:
         self.emit(Committed(item, self.previous_item_id))
         self.previous_item_id, self.turn = item, None
         self._drop_until(end)
-        result = transcribe((audio, SAMPLE_RATE), self.options, cancel=self.cancel) if len(audio) else None
+        result = None
+        if len(audio):
+            audio_in = (audio, SAMPLE_RATE)
+            result = transcribe(audio_in, self.options, cancel=self.cancel, priority=TURN_PRIORITY)
         transcript = result.text if result is not None else ""
         if transcript.startswith(confirmed) and len(transcript) > len(confirmed):
             self.emit(Delta(item, transcript[len(confirmed) :] if confirmed else transcript))
@@ -226,12 +237,26 @@ class LiveSession:
 
     def _confirm(self) -> None:
         """Transcribe the turn's unconfirmed tail again (when enough new audio came); newly
-        confirmed words are a delta. A turn's end, a commit or a clear interrupts it."""
-        from scriba.transcription.window_decoder import Cancelled
-
+        confirmed words are a delta, once one of the shared update slots is free (live_updates.py).
+        A turn's end, a commit or a clear interrupts it."""
         self.interrupt.clear()
         if not self.jobs.empty():  # something came meanwhile: it goes first
             return
+        if not self.turn.due():
+            return
+        if not self.updates.take(self.interrupt.is_set):  # a turn's end goes first
+            return
+        try:
+            while not self.jobs.empty() and not self.cancel.is_set():  # the audio that came meanwhile
+                self._do(*self.jobs.get())
+            if self.turn is not None and not self.interrupt.is_set():
+                self._update()
+        finally:
+            self.updates.give()
+
+    def _update(self) -> None:
+        from scriba.transcription.window_decoder import Cancelled
+
         before = self.turn.text()[0]
         self.turn.cancel = self.interrupt
         try:

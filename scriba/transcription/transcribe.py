@@ -38,6 +38,7 @@ def transcribe(
     progress: bool | Reporter = False,
     on_segments=None,
     cancel=None,
+    priority: int = 0,
     **given,
 ) -> Transcription | list[Transcription]:
     """Transcribe (or translate to English) audio of any length; a list returns a list.
@@ -49,13 +50,13 @@ def transcribe(
     total)` (progress.py). `on_segments(file_index, segments)` hears each file's segments in
     order, as soon as no earlier window of the file is still decoding. `cancel`: a
     threading.Event; once set, the windows in flight are aborted and `Cancelled` is raised.
+    `priority`: its windows' place in the engine's queue (SamplingParams.priority: lower first).
     """
     o = TranscribeOptions.build(options, **given)
     single = not isinstance(audio, (list, tuple)) or is_audio_pair(audio)
     sources = [audio] if single else list(audio)
-    job = begin(
-        sources, single or o.on_error == "raise", o, progress, cancel, streaming=on_segments is not None
-    )
+    streaming = on_segments is not None
+    job = begin(sources, single or o.on_error == "raise", o, progress, cancel, streaming, priority)
     for event in job.events:
         if on_segments is not None and isinstance(event, SegmentsReady):
             on_segments(event.file, event.segments)
@@ -90,7 +91,13 @@ class Job:
 
 
 def begin(
-    sources: list, raise_errors: bool, o: TranscribeOptions, progress=False, cancel=None, streaming=False
+    sources: list,
+    raise_errors: bool,
+    o: TranscribeOptions,
+    progress=False,
+    cancel=None,
+    streaming=False,
+    priority: int = 0,
 ) -> Job:
     """Loads the model and the audio, finds the speech, and returns the job, ready to decode
     (`streaming`: its segments are read as they come; driver.run)."""
@@ -99,18 +106,18 @@ def begin(
     say(Progress("loading model"))
     loop = acquire_loop(o.model, **o.engine)  # not unloaded before the job's events end
     try:
-        return _begun(loop, sources, raise_errors, o, report, cancel, streaming)
+        decoder = WindowDecoder(loop, o, report, cancel, priority)
+        return _begun(decoder, sources, raise_errors, report, streaming)
     except BaseException:
         release_loop(loop)
         raise
 
 
-def _begun(loop, sources: list, raise_errors: bool, o: TranscribeOptions, report, cancel, streaming) -> Job:
-    say = report or (lambda p: None)
+def _begun(decoder: WindowDecoder, sources: list, raise_errors: bool, report, streaming) -> Job:
+    say, o, loop = report or (lambda p: None), decoder.options, decoder.loop
     language = _check_request_options(loop.engine, o.language, o.task)
     encoder = speaker_encoder(o.speaker_model) if o.diarize else None
     voices = known_voices(o.known_speakers, encoder) if o.diarize else None
-    decoder = WindowDecoder(loop, o, report, cancel)
     say(Progress("reading audio"))
     waves, errors = _load_all(sources, raise_errors)
     say(Progress("finding speech"))

@@ -70,8 +70,9 @@ def window_seed(w: Window, temperature: float) -> int:
 class WindowDecoder:
     """Windows in, (window, result) pairs out, for one transcription's options."""
 
-    def __init__(self, loop, options: TranscribeOptions, report=None, cancel=None):
+    def __init__(self, loop, options: TranscribeOptions, report=None, cancel=None, priority: int = 0):
         self.loop, self.engine, self.options = loop, loop.engine, options
+        self.priority = priority  # its windows' place in the engine's queue (SamplingParams.priority)
         self.temperatures = options.temperature
         self.guards = Guards.from_options(options)
         self.heads = self.engine.model.alignment_heads if options.aligns else None
@@ -200,6 +201,7 @@ class WindowDecoder:
         # generated before the text: <|lang|> <|task|> [<|notimestamps|>] [prefix], when detecting
         control = (2 + (not o.timestamps) + len(self._prefix(w))) if detect else 0
         limits = dict(
+            priority=self.priority,
             max_tokens=(o.max_new_tokens or MAX_WINDOW_TOKENS) + control,
             repetition_penalty=o.repetition_penalty,
             no_repeat_ngram_size=o.no_repeat_ngram_size,

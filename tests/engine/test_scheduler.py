@@ -136,3 +136,27 @@ def test_forking_requests_count_all_their_samples():
         "r0",
         "r1",
     ]  # 2 + 2 samples; 3 more would pass 5
+
+
+def test_a_lower_priority_value_is_admitted_first():
+    """Waiting groups go by priority (lower first), then by arrival; the running ones are kept."""
+    sched, _ = make(max_num_seqs=1)
+
+    def of(rid, priority):
+        inputs = EncoderDecoderInputs(list(range(8)), list(range(2)))
+        return SequenceGroup(rid, inputs, SamplingParams(max_tokens=3, priority=priority), None, 0.0)
+
+    for rid, priority in [("late-1", 1), ("plain", 0), ("late-2", 1), ("urgent", -1), ("plain-2", 0)]:
+        sched.add(of(rid, priority))
+    admitted = []
+    while sched.has_unfinished():
+        out = fake_step(sched)
+        admitted += [g.request_id for g in out.prefills]
+    assert admitted == ["urgent", "plain", "plain-2", "late-1", "late-2"]
+
+
+def test_priority_must_be_an_integer():
+    import pytest
+
+    with pytest.raises(ValueError, match="priority must be an integer"):
+        SamplingParams(priority=0.5)

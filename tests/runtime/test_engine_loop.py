@@ -116,3 +116,16 @@ def test_a_closed_loop_answers_every_caller(tiny_whispers):
     assert all(isinstance(f.exception(timeout=5), EngineClosed) for f in waiting)  # none hangs
     with pytest.raises(EngineClosed):
         loop.submit(clips(1), [SamplingParams(max_tokens=2)])
+
+
+def test_a_request_of_lower_priority_goes_ahead_of_those_waiting(loop):
+    """40 background requests queued (priority 1), then one urgent (-1): it is admitted at once,
+    ahead of the waiting ones, so it finishes while most of them have not."""
+    background = SamplingParams(max_tokens=30, min_tokens=30, priority=1)
+    urgent = SamplingParams(max_tokens=30, min_tokens=30, priority=-1)
+    waiting = [loop.submit(clips(1), [background])[0] for _ in range(40)]  # 40 callers, one each
+    first = loop.submit(clips(1), [urgent])[0]
+    first.result(timeout=300)
+    finished_before = sum(f.done() for f in waiting)
+    assert finished_before < 20, finished_before
+    assert all(f.result(timeout=300).finished for f in waiting)

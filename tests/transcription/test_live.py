@@ -109,3 +109,47 @@ def test_a_session_whose_transcription_fails_says_so_and_does_not_hang():
     assert failed.code == "server_error" and "/no/such/model" in failed.message
     assert "\n" not in failed.message and failed.item_id == "item_1"
     session.close(wait=True)
+
+
+def test_a_turns_final_text_is_not_queued_behind_other_sessions_updates(monkeypatch):
+    """A loaded engine: 48 other sessions' partial updates queued (their priority, as the
+    sessions send them; the engine admits ten 30 s windows a step), then one session's turn is
+    committed: its final text is admitted ahead of every update still waiting (without
+    priorities, after all 48)."""
+    import time
+
+    from scriba.runtime.loops import get_loop
+    from scriba.transcription.live_session import TURN_PRIORITY, UPDATE_PRIORITY, Completed
+
+    audio = load_audio(JFK)
+    loop = get_loop(None)
+    scriba.transcribe(audio[:16000])  # loaded and warm
+    admitted, completed = [], threading.Event()  # the priorities of the requests, in admission order
+    schedule = loop.engine.scheduler.schedule
+
+    def recording():
+        out = schedule()
+        admitted.extend(g.params.priority for g in out.prefills + out.encodes)
+        return out
+
+    monkeypatch.setattr(loop.engine.scheduler, "schedule", recording)
+    updates = [
+        threading.Thread(target=scriba.transcribe, args=(audio[: (8 + i % 4) * 16000],),
+                         kwargs={"priority": UPDATE_PRIORITY})
+        for i in range(48)
+    ]
+    for thread in updates:
+        thread.start()
+    deadline = time.monotonic() + 60
+    while loop.pending < 48 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    session = LiveSession(lambda e: completed.set() if isinstance(e, Completed) else None, detection=None)
+    session.append(audio[: 4 * 16000])
+    session.commit()
+    assert completed.wait(120)
+    for thread in updates:
+        thread.join()
+    session.close()
+    assert admitted.count(UPDATE_PRIORITY) == 48
+    before = admitted.index(TURN_PRIORITY)  # the turn's final text
+    assert before <= 30, admitted
