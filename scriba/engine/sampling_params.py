@@ -45,7 +45,8 @@ class SamplingParams:
     # the pass is skipped where the caller finds it would not use them.
     cross_attention_wanted: Callable[[list[int]], bool] | None = field(default=None, compare=False)
     # Lower runs first (vLLM's meaning): a waiting request is admitted before every waiting one of
-    # a higher value, whenever it came; equal values keep their order of arrival.
+    # a higher value, whenever it came; equal values keep their order of arrival. Above 0, a
+    # background request: admitted only while no request of a lower value runs.
     priority: int = 0
 
     def __post_init__(self) -> None:

@@ -3,7 +3,8 @@
 Every step, in phases sharing one StepBudget: (1) running groups get a slot for their next
 token; when blocks run out the newest running group is preempted (swapped to the CPU pool, or
 freed to be recomputed); (2) if nothing was preempted, swapped groups come back; (3) if none
-are left swapped, waiting groups are admitted under the token budget and the sequence cap. Prefills and
+are left swapped, waiting groups are admitted by priority under the token budget and the sequence cap
+(a background group, of a priority above 0, only while none of a lower value runs). Prefills and
 decodes of one step run together in one forward pass. Under EngineConfig.encoder_stream an admitted
 group's encoder runs apart (`encodes`), and its prompt joins the first step after it finished (`prompts`).
 """
@@ -192,6 +193,8 @@ class Scheduler:
                 out.aborted.append(group)
                 continue
             alone = not (out.decodes or out.prefills or out.encodes or out.prompts)
+            if self._yields(group):
+                break
             num_new = _num_new(group, seqs)
             # the prompt's tokens are counted when it runs
             apart = self.config.execution_config.encoder_stream
@@ -206,6 +209,12 @@ class Scheduler:
                 group.encoder_run = EncoderRun()
             (out.encodes if apart else out.prefills).append(group)
             step.take(num_new, cost)
+
+    def _yields(self, group: SequenceGroup) -> bool:
+        """A background request (priority above 0) waits while one of a lower value runs: its
+        admission would put its encoder pass (and its prompt) between their decode steps."""
+        priority = group.params.priority
+        return priority > 0 and any(g.params.priority < priority for g in self.running)
 
     def _grow(self, group: SequenceGroup, seqs: list, out: SchedulerOutputs, step: StepBudget) -> None:
         """Each sequence gets the slot for its next token (a shared block is copied first); the

@@ -160,3 +160,26 @@ def test_priority_must_be_an_integer():
 
     with pytest.raises(ValueError, match="priority must be an integer"):
         SamplingParams(priority=0.5)
+
+
+def test_a_background_request_waits_while_a_more_urgent_one_runs():
+    sched, _ = make()
+
+    def of(rid, priority, max_tokens):
+        inputs = EncoderDecoderInputs(list(range(8)), list(range(2)))
+        return SequenceGroup(rid, inputs, SamplingParams(max_tokens=max_tokens, priority=priority), None, 0.0)
+
+    sched.add(of("turn", -1, 3))
+    assert [g.request_id for g in fake_step(sched).prefills] == ["turn"]
+    sched.add(of("update", 1, 3))
+    sched.add(of("file", 0, 3))
+    assert [g.request_id for g in fake_step(sched).prefills] == ["file"]  # the update waits
+    steps = 0
+    while True:  # admitted at the first step where nothing more urgent runs, not before
+        urgent = any(g.params.priority < 1 for g in sched.running)
+        admitted = "update" in [g.request_id for g in fake_step(sched).prefills]
+        assert admitted != urgent
+        if admitted:
+            break
+        steps += 1
+    assert steps >= 2
