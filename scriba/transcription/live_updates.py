@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 # Updates under way at once. On 2 cores the engine's batches gain little past a few windows; fewer
 # slots leave more of each step to the turns that end.
-UPDATE_SLOTS = 1
+UPDATE_SLOTS = 2
 POLL_SECONDS = 0.05  # how soon a waiting session sees that it should give up its place
 
 

@@ -99,20 +99,31 @@ class OpenVINOEncoder:
         self.request = self.compiled.create_infer_request()  # the engine's one thread uses it
         self.projects_cross_kv = bool(cross_kv)
         self.max_positions = encoder.embed_positions.weight.shape[0]
+        self.cached_padding = cached_padding  # every window's padding from the silent window
+        # The graph that takes a window's padding from the silent window's values, built now (from
+        # the float weights, which quantization replaces) and compiled at its first use: by every
+        # window under cached_padding, else by the windows whose request allows it (`exact`).
+        silent = silent_window(core, encoder, cross_kv, num_threads, ov.get_version())
+        padded = build_encoder_graph(encoder, int8_weights(self.precision), cross_kv, silent)
+        self._compile_padded = lambda: _compile(core, padded, self.precision, num_threads)
         self.padded_request = None
         if cached_padding:
-            silent = silent_window(core, encoder, cross_kv, num_threads, ov.get_version())
-            graph = build_encoder_graph(encoder, int8_weights(self.precision), cross_kv, silent)
-            self.padded_request = _compile(core, graph, self.precision, num_threads).create_infer_request()
+            self.padded_request = self._compile_padded().create_infer_request()
 
-    def __call__(self, features: torch.Tensor) -> list[torch.Tensor]:
+    def __call__(self, features: torch.Tensor, exact: list[bool] | None = None) -> list[torch.Tensor]:
         """The outputs are views of the request's own buffers (no copy of tiny.en's 18 MB of K/V),
-        valid until the next call: the engine writes them to its cache within the same step. With
-        the padding cached, the windows that reach as far (cached_padding.py) are encoded
-        together, and a batch of several such groups is gathered into new tensors."""
-        if self.padded_request is None:
+        valid until the next call: the engine writes them to its cache within the same step.
+        `exact`: per window, False where its padding may be taken from the silent window (as
+        every window's is under cached_padding); None: every window encoded exactly. The windows
+        that reach as far (cached_padding.py) are encoded together, and a batch of several such
+        groups is gathered into new tensors."""
+        if not self.cached_padding and (exact is None or all(exact)):
             return _infer(self.request, features)
         per_window = positions_to_encode(features, self.max_positions)
+        if not self.cached_padding:
+            per_window = [None if whole else p for p, whole in zip(per_window, exact)]
+        if self.padded_request is None and any(p is not None for p in per_window):
+            self.padded_request = self._compile_padded().create_infer_request()
         groups: dict[int | None, list[int]] = {}
         for window, positions in enumerate(per_window):
             groups.setdefault(positions, []).append(window)
