@@ -214,7 +214,9 @@ def report(say: Report, n: int, results: list[dict], offline_texts: list[str], t
 
 
 async def run_level(say: Report, url: str, data, n: int, seconds: float):
-    streams = [clips(data, seconds, offset=3 * i) for i in range(n)]
+    # each session starts at a different clip of the 24 (3 apart, then the ones between): no two
+    # sessions stream the same audio in step
+    streams = [clips(data, seconds, offset=3 * i + i // 8) for i in range(n)]
     heard = [offline(stream) for stream, _, _ in streams]
     tasks = [session(url, stream, ends) for (stream, _, _), (ends, _) in zip(streams, heard)]
     results = await asyncio.gather(*tasks, return_exceptions=True)
