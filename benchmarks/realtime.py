@@ -12,6 +12,13 @@ references. A word is confirmed once two transcriptions of its turn's tail, 1 s 
 agree on it: the word-to-delta delay is that algorithm's, and grows with load.
 
     python -m benchmarks realtime [--data DIR] [--sessions 1,2,4,8] [--seconds 40] [--smoke] [--out FILE]
+        [--whisperlive-python /tmp/wl/bin/python [--whisperlive-batch]]
+
+The peer (once, not in CI; benchmarks/realtime_whisperlive.py): whisper-live's wheel asks for
+PyAudio (a C build) and CUDA libraries it does not use here, so in a venv of its own:
+    python3 -m venv /tmp/wl && /tmp/wl/bin/pip install --no-deps whisper-live
+    /tmp/wl/bin/pip install faster-whisper==1.2.0 websockets websocket-client scipy soundfile \
+        fastapi uvicorn python-multipart requests torch==2.13.0
 """
 
 from __future__ import annotations
@@ -29,6 +36,12 @@ import numpy as np
 
 from benchmarks.data import speech_set
 from benchmarks.data import wer as word_error_rate
+from benchmarks.realtime_whisperlive import (
+    start_whisperlive,
+    whisperlive_measures,
+    whisperlive_python_ok,
+    whisperlive_session,
+)
 from benchmarks.report import Report, suite_parser
 
 RATE, CHUNK = 24000, 0.1
@@ -213,10 +226,14 @@ def report(say: Report, n: int, results: list[dict], offline_texts: list[str], t
     )
 
 
+def level_streams(data, seconds: float, n: int) -> list:
+    """Each session's stream: it starts at a different clip of the 24 (3 apart, then the ones
+    between), so no two sessions stream the same audio in step."""
+    return [clips(data, seconds, offset=3 * i + i // 8) for i in range(n)]
+
+
 async def run_level(say: Report, url: str, data, n: int, seconds: float):
-    # each session starts at a different clip of the 24 (3 apart, then the ones between): no two
-    # sessions stream the same audio in step
-    streams = [clips(data, seconds, offset=3 * i + i // 8) for i in range(n)]
+    streams = level_streams(data, seconds, n)
     heard = [offline(stream) for stream, _, _ in streams]
     tasks = [session(url, stream, ends) for (stream, _, _), (ends, _) in zip(streams, heard)]
     results = await asyncio.gather(*tasks, return_exceptions=True)
@@ -226,13 +243,58 @@ async def run_level(say: Report, url: str, data, n: int, seconds: float):
     report(say, n, results, [text for _, text in heard], [texts for _, _, texts in streams])
 
 
+async def run_peer_level(say: Report, url: str, data, n: int, seconds: float, model_path: str):
+    """WhisperLive's clients on the same streams (benchmarks/realtime_whisperlive.py)."""
+    streams = level_streams(data, seconds, n)
+    tasks = [whisperlive_session(url, s, model_path, f"client-{i}") for i, (s, _, _) in enumerate(streams)]
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    turns, gaps, hyp, ref, lost = [], [], [], [], 0
+    for result, (_, spans, texts) in zip(results, streams):
+        if not isinstance(result, dict):
+            lost += 1
+            continue
+        t, g, text = whisperlive_measures(result, spans)
+        lost += len(t) < len(spans)
+        turns, gaps, hyp, ref = turns + t, gaps + g, hyp + [text], ref + [" ".join(texts)]
+    say(
+        f"{n:2d} WhisperLive clients: clip end (+0.5 s) -> completed segment p50 {p(turns, 50):.2f} s, "
+        f"p90 {p(turns, 90):.2f} s; gap between its messages during speech p50 {p(gaps, 50):.2f} s; "
+        f"clients with a clip never completed {lost}; WER {word_error_rate(ref, hyp):.4f}"
+    )
+
+
+def run_peer(say: Report, args) -> None:
+    """WhisperLive alone on the machine, after Scriba's server stopped."""
+    from scriba.models.offline import offline_model_path
+
+    model_path = offline_model_path("tiny.en")
+    say(f"# WhisperLive {_version(args.whisperlive_python)} (faster-whisper backend, one shared model, "
+        f"batch inference {'on' if args.whisperlive_batch else 'off'}), the same weights, 16 kHz float32")
+    server, url = start_whisperlive(args.whisperlive_python, model_path, args.whisperlive_batch)
+    try:
+        for n in [int(x) for x in args.sessions.split(",")]:
+            asyncio.run(run_peer_level(say, url, args.data, n, args.seconds, model_path))
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def _version(python: str) -> str:
+    command = [python, "-c", "import importlib.metadata as m; print(m.version('whisper-live'))"]
+    return subprocess.run(command, capture_output=True, text=True).stdout.strip()
+
+
 def main(argv: list[str]) -> int:
     parser = suite_parser("realtime", __doc__, data=True)
     parser.add_argument("--sessions", default="1,2,4,8")
     parser.add_argument("--seconds", type=float, default=40.0)
     parser.add_argument("--smoke", action="store_true", help="one session, the bundled clip once")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--whisperlive-python", help="the python of a venv with whisper-live: its server too")
+    parser.add_argument("--whisperlive-batch", action="store_true", help="WhisperLive's batch inference on")
     args = parser.parse_args(argv)
+    if args.whisperlive_python:
+        whisperlive_python_ok(args.whisperlive_python)
     if args.smoke:
         args.sessions, args.seconds, args.data = "1", 5.0, None
     say = Report("realtime", argv)
@@ -245,5 +307,7 @@ def main(argv: list[str]) -> int:
     finally:
         server.terminate()
         server.wait()
+    if args.whisperlive_python:
+        run_peer(say, args)
     say.save(args.out)
     return 0
