@@ -6,10 +6,11 @@ Printed per N: the delay from the end of a spoken word to the delta that confirm
 the end of a turn (speech_stopped's audio_end_ms: the silence that ends it included) to its
 completed event (p50, p90); the gap between a turn's deltas while it is spoken (p50); how many
 sessions kept up with real time (every turn completed within 3 s of its end, p90 within 1.5 s);
-sessions lost (a turn whose speech stopped never
-completed, or the socket closed); and the completed texts' word error rate against the clips'
-references. A word is confirmed once two transcriptions of its turn's tail, 1 s of audio apart,
-agree on it: the word-to-delta delay is that algorithm's, and grows with load.
+sessions lost (a turn whose speech stopped never completed, or the socket closed); and the
+completed texts' word error rate against the clips' references, and against the offline
+transcribe() of each session's stream (the worst session's). A word is confirmed once two
+transcriptions of its turn's tail, 1 s of audio apart, agree on it: the word-to-delta delay is that
+algorithm's, and grows with load.
 
     python -m benchmarks realtime [--data DIR] [--sessions 1,2,4,8] [--seconds 40] [--smoke] [--out FILE]
         [--whisperlive-python /tmp/wl/bin/python [--whisperlive-batch]]
@@ -17,7 +18,7 @@ agree on it: the word-to-delta delay is that algorithm's, and grows with load.
 The peer (once, not in CI; benchmarks/realtime_whisperlive.py): whisper-live's wheel asks for
 PyAudio (a C build) and CUDA libraries it does not use here, so in a venv of its own:
     python3 -m venv /tmp/wl && /tmp/wl/bin/pip install --no-deps whisper-live
-    /tmp/wl/bin/pip install faster-whisper==1.2.0 websockets websocket-client scipy soundfile \
+    /tmp/wl/bin/pip install faster-whisper==1.2.0 websockets websocket-client scipy soundfile \\
         fastapi uvicorn python-multipart requests torch==2.13.0
 """
 
@@ -217,12 +218,14 @@ def report(say: Report, n: int, results: list[dict], offline_texts: list[str], t
         hyp.append(" ".join(done))
         ref.append(" ".join(refs))
     wer, wer_offline = word_error_rate(ref, hyp), word_error_rate(ref, offline_texts)
+    from_offline = max(word_error_rate([o], [h]) for o, h in zip(offline_texts, hyp))
     say(
         f"{n:2d} sessions: word end -> delta p50 {p(words, 50):.2f} s, p90 {p(words, 90):.2f} s; "
         f"turn end -> completed p50 {p(turns, 50):.2f} s, p90 {p(turns, 90):.2f} s; "
         f"gap between deltas during speech p50 {p(gaps, 50):.2f} s; "
         f"real time {kept}/{n}; lost {lost}; WER {wer:.4f} (offline "
-        f"transcribe() of the same audio {wer_offline:.4f})"
+        f"transcribe() of the same audio {wer_offline:.4f}; the live text against it, worst session "
+        f"{from_offline:.4f})"
     )
 
 
