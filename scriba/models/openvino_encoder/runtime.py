@@ -23,6 +23,7 @@ a fused attention op, bfloat16 and VNNI where the CPU has them, ARM too).
 
 from __future__ import annotations
 
+import copy
 import sys
 
 import numpy as np
@@ -100,15 +101,21 @@ class OpenVINOEncoder:
         self.projects_cross_kv = bool(cross_kv)
         self.max_positions = encoder.embed_positions.weight.shape[0]
         self.cached_padding = cached_padding  # every window's padding from the silent window
-        # The graph that takes a window's padding from the silent window's values, built now (from
-        # the float weights, which quantization replaces) and compiled at its first use: by every
-        # window under cached_padding, else by the windows whose request allows it (`exact`).
-        silent = silent_window(core, encoder, cross_kv, num_threads, ov.get_version())
-        padded = build_encoder_graph(encoder, int8_weights(self.precision), cross_kv, silent)
-        self._compile_padded = lambda: _compile(core, padded, self.precision, num_threads)
+        # The graph that takes a window's padding from the silent window's values is made at its
+        # first use (by every window under cached_padding, else by the first window whose request
+        # allows it: `exact`), from float copies of the weights: the model drops its encoder
+        # layers once this graph holds them, and quantizes the decoder's projections.
+        source = (_float_copy(encoder), copy.deepcopy(cross_kv))
+        self._padded_source = lambda: (core, *source, num_threads, ov.get_version())
         self.padded_request = None
         if cached_padding:
-            self.padded_request = self._compile_padded().create_infer_request()
+            self.padded_request = self._padded_request()
+
+    def _padded_request(self):
+        core, encoder, cross_kv, num_threads, version = self._padded_source()
+        silent = silent_window(core, encoder, cross_kv, num_threads, version)
+        graph = build_encoder_graph(encoder, int8_weights(self.precision), cross_kv, silent)
+        return _compile(core, graph, self.precision, num_threads).create_infer_request()
 
     def __call__(self, features: torch.Tensor, exact: list[bool] | None = None) -> list[torch.Tensor]:
         """The outputs are views of the request's own buffers (no copy of tiny.en's 18 MB of K/V),
@@ -123,7 +130,7 @@ class OpenVINOEncoder:
         if not self.cached_padding:
             per_window = [None if whole else p for p, whole in zip(per_window, exact)]
         if self.padded_request is None and any(p is not None for p in per_window):
-            self.padded_request = self._compile_padded().create_infer_request()
+            self.padded_request = self._padded_request()
         groups: dict[int | None, list[int]] = {}
         for window, positions in enumerate(per_window):
             groups.setdefault(positions, []).append(window)
@@ -147,6 +154,14 @@ class OpenVINOEncoder:
         """The outputs for `features` [B, mel_bins, frames] with only the first `positions`
         positions encoded, the rest the silent window's (models/openvino_encoder/cached_padding.py)."""
         return _infer(self.padded_request, features[:, :, : 2 * positions + 2])
+
+
+def _float_copy(encoder: torch.nn.Module) -> torch.nn.Module:
+    """The encoder module with its own table of submodules, sharing their weights: it keeps its
+    layers when the model replaces the encoder's (a shallow copy would share the table)."""
+    kept = copy.copy(encoder)
+    kept._modules = dict(encoder._modules)
+    return kept
 
 
 def silent_window(
