@@ -50,9 +50,6 @@ class EncoderDecoderInputs:
     decoder_prompt: str | None = None
     encoder_features: np.ndarray | None = None  # [mel_bins, frames] for an audio encoder
     num_encoder_positions: int | None = None  # what the features encode to (1500 for 30 s of speech)
-    # False: the model may encode these features approximately, at a lower cost (an audio window's
-    # padding taken from a cached silent window: models/openvino_encoder/cached_padding.py)
-    exact_encoder: bool = True
     model_data: Any = None  # what the model's request processing keeps about the prompt
     # Prompt tokens that transformers would generate (forced) rather than take as prompt:
     # beam scores count them in the generated length, as transformers does.

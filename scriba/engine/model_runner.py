@@ -314,7 +314,6 @@ class ModelRunner:
             num_decode_tokens=len(dec.input_ids),
             prefill_max_seqlen=max_diff(pre.prefill_cu_seqlens),
             cross_max_seqlen_k=max_diff(pre.cross_cu_seqlens_k),
-            exact_encoder=None if all(pre.exact_encoder) else pre.exact_encoder,
             **{name: t[name] for name in STAGED_METADATA},
         )
         if len(dec.input_ids) and self.backend.plans_context_reads:  # runs read in place: plan once a step

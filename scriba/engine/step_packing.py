@@ -30,7 +30,6 @@ class Prefills:
     encoder_cu_seqlens: list[int] = field(default_factory=lambda: [0])
     cross_slot_mapping: list[int] = field(default_factory=list)
     features: list[torch.Tensor] = field(default_factory=list)
-    exact_encoder: list[bool] = field(default_factory=list)  # per features: EncoderDecoderInputs'
     prompt_logprob_queries: list = field(default_factory=list)
     prefill_cu_seqlens: list[int] = field(default_factory=lambda: [0])
     cross_cu_seqlens_k: list[int] = field(default_factory=lambda: [0])
@@ -131,7 +130,6 @@ def pack_prefills(prefills: list[Running], block_size: int) -> Prefills:
         enc_start, enc_len, inputs = p.encoder_cu_seqlens[-1], group.encoder_len, group.inputs
         if inputs.encoder_features is not None:
             p.features.append(torch.as_tensor(inputs.encoder_features))
-            p.exact_encoder.append(inputs.exact_encoder)
         else:
             p.encoder_input_ids += inputs.encoder_token_ids
             p.encoder_positions += range(enc_len)

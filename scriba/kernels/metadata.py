@@ -32,9 +32,6 @@ class AttentionMetadata:
     num_encoder_tokens: int = 0
     encoder_cu_seqlens: torch.Tensor | None = None  # [num_prefill_groups + 1]
     encoder_max_seqlen: int = 0
-    # Per request with encoder features: False where the model may encode them approximately
-    # (EncoderDecoderInputs.exact_encoder); None: every one exactly.
-    exact_encoder: list[bool] | None = None
     # Decoder self-attention.
     num_prefill_tokens: int = 0
     num_decode_tokens: int = 0

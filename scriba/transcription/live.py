@@ -50,7 +50,6 @@ class LiveTranscript:
     pending: list[LiveWord] = field(default_factory=list)  # the last transcription's unconfirmed words
     cancel: threading.Event | None = None  # set: a transcription under way stops (transcribe()'s)
     priority: int = 0  # its transcriptions' place in the engine's queue (SamplingParams.priority)
-    exact: bool = True  # False: its windows' padding may come from a cached silent window (cheaper)
 
     def add(self, samples: np.ndarray, rate: int) -> None:
         """Append a chunk of the recording (any rate, mono or with channels, int or float)."""
@@ -96,9 +95,7 @@ class LiveTranscript:
         options = TranscribeOptions.build(
             self.options, word_timestamps=timed, vad_filter=False, initial_prompt=prompt
         )
-        result = transcribe(
-            (tail, SAMPLE_RATE), options, cancel=self.cancel, priority=self.priority, exact_encoder=self.exact
-        )
+        result = transcribe((tail, SAMPLE_RATE), options, cancel=self.cancel, priority=self.priority)
         if whole:
             return _after_confirmed(self.confirmed, _words_of(result, 0.0, timed))
         done = self.confirmed[-1].end if self.confirmed else 0.0

@@ -203,9 +203,7 @@ class LiveSession:
 
     def _start_turn(self, start: int) -> None:
         self.item_id, self.turn_start = next(self.ids), start
-        # a partial update may be approximate (its words are confirmed by agreeing twice); the
-        # turn's final text is transcribe()'s, exact
-        self.turn = LiveTranscript(self.options, cancel=self.interrupt, priority=UPDATE_PRIORITY, exact=False)
+        self.turn = LiveTranscript(options=self.options, cancel=self.interrupt, priority=UPDATE_PRIORITY)
         self.emit(TurnStarted(self.item_id, _ms(start)))
 
     def _commit_buffer(self) -> None:

@@ -39,7 +39,6 @@ def transcribe(
     on_segments=None,
     cancel=None,
     priority: int = 0,
-    exact_encoder: bool = True,
     **given,
 ) -> Transcription | list[Transcription]:
     """Transcribe (or translate to English) audio of any length; a list returns a list.
@@ -52,15 +51,12 @@ def transcribe(
     order, as soon as no earlier window of the file is still decoding. `cancel`: a
     threading.Event; once set, the windows in flight are aborted and `Cancelled` is raised.
     `priority`: its windows' place in the engine's queue (SamplingParams.priority: lower first).
-    `exact_encoder=False`: its windows' padding may come from a cached silent window (a live
-    session's partial updates: cheaper, not exact; models/openvino_encoder/cached_padding.py).
     """
     o = TranscribeOptions.build(options, **given)
     single = not isinstance(audio, (list, tuple)) or is_audio_pair(audio)
     sources = [audio] if single else list(audio)
     streaming = on_segments is not None
-    how = {"priority": priority, "exact_encoder": exact_encoder}
-    job = begin(sources, single or o.on_error == "raise", o, progress, cancel, streaming, **how)
+    job = begin(sources, single or o.on_error == "raise", o, progress, cancel, streaming, priority)
     for event in job.events:
         if on_segments is not None and isinstance(event, SegmentsReady):
             on_segments(event.file, event.segments)
@@ -102,7 +98,6 @@ def begin(
     cancel=None,
     streaming=False,
     priority: int = 0,
-    exact_encoder: bool = True,
 ) -> Job:
     """Loads the model and the audio, finds the speech, and returns the job, ready to decode
     (`streaming`: its segments are read as they come; driver.run)."""
@@ -111,7 +106,7 @@ def begin(
     say(Progress("loading model"))
     loop = acquire_loop(o.model, **o.engine)  # not unloaded before the job's events end
     try:
-        decoder = WindowDecoder(loop, o, report, cancel, priority, exact_encoder)
+        decoder = WindowDecoder(loop, o, report, cancel, priority)
         return _begun(decoder, sources, raise_errors, report, streaming)
     except BaseException:
         release_loop(loop)

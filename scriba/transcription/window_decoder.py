@@ -70,18 +70,9 @@ def window_seed(w: Window, temperature: float) -> int:
 class WindowDecoder:
     """Windows in, (window, result) pairs out, for one transcription's options."""
 
-    def __init__(
-        self,
-        loop,
-        options: TranscribeOptions,
-        report=None,
-        cancel=None,
-        priority: int = 0,
-        exact_encoder: bool = True,
-    ):
+    def __init__(self, loop, options: TranscribeOptions, report=None, cancel=None, priority: int = 0):
         self.loop, self.engine, self.options = loop, loop.engine, options
         self.priority = priority  # its windows' place in the engine's queue (SamplingParams.priority)
-        self.exact_encoder = exact_encoder  # False: its windows may be encoded approximately (cheaper)
         self.temperatures = options.temperature
         self.guards = Guards.from_options(options)
         self.heads = self.engine.model.alignment_heads if options.aligns else None
@@ -191,8 +182,6 @@ class WindowDecoder:
             "suppress_blank": o.suppress_blank,
             "max_initial_timestamp": o.max_initial_timestamp,
         }
-        if not self.exact_encoder:
-            prompt["exact_encoder"] = False
         if self._prefix(w):  # as faster-whisper: a window with the prefix gets no hotwords
             prompt["prefix"] = self.prefix_ids
         elif self.hotword_ids:

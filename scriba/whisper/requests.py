@@ -45,7 +45,6 @@ class AudioPrompt(TypedDict, total=False):
     suppress_tokens: list[int] | None
     suppress_blank: bool
     max_initial_timestamp: float | None
-    exact_encoder: bool  # False: the window's padding may come from a cached silent window (cheaper)
 
 
 AUDIO_OPTIONS = set(AudioPrompt.__annotations__)
@@ -125,9 +124,6 @@ class WhisperRequestProcessing(RequestProcessing):
         limits = self.inputs.limits
         inputs = EncoderDecoderInputs([], [], encoder_features=self._features(options))
         inputs.num_encoder_positions = limits.max_encoder_len
-        inputs.exact_encoder = options.get("exact_encoder", True)
-        if not isinstance(inputs.exact_encoder, bool):
-            raise ValueError(f"exact_encoder must be True or False, got {inputs.exact_encoder!r}")
         if explicit and prompt.get("decoder_prompt") is not None:
             decoder = prompt["decoder_prompt"]
             inputs.decoder_prompt, ids = self.inputs.tokenize(decoder, "decoder", add_special_tokens=False)

@@ -136,36 +136,3 @@ def test_the_engine_transcribes_jfk_with_its_padding_cached():
     text = out.outputs[0].text.lower()
     assert "ask not what your country can do for you" in text
     assert "ask what you can do for your country" in text
-
-
-def test_a_request_that_allows_it_gets_the_silent_windows_padding_the_others_exact(tiny_whispers):
-    """Per window (`exact`, a request's exact_encoder): the exact windows' outputs as without
-    cached padding, the others' as under it; the cached graph compiles at its first use."""
-    folder, _ = tiny_whispers["english"]
-    model, _ = load_model(folder, "cpu", torch.float32)
-    projections = [layer.encoder_attn.kv_proj for layer in model.model.decoder.layers]
-    exact_only = OpenVINOEncoder(model.model.encoder, 2, "f32", cross_kv=projections)
-    cached = OpenVINOEncoder(model.model.encoder, 2, "f32", cross_kv=projections, cached_padding=True)
-    features = torch.full((2, 80, 3000), SILENCE_LEVEL)
-    speech = torch.rand(2, 80, 300, generator=torch.Generator().manual_seed(1))
-    features[:, :, :300] = SILENCE_LEVEL + 1 + speech
-    exact = [out.clone() for out in exact_only(features)]
-    approximate = [out.clone() for out in cached(features)]
-    assert exact_only.padded_request is None
-    mixed = exact_only(features, [True, False])
-    assert exact_only.padded_request is not None
-    for got, whole, padded in zip(mixed, exact, approximate):
-        got, whole, padded = (x.view(2, 1500, -1) for x in (got, whole, padded))
-        assert float((got[0] - whole[0]).norm() / whole[0].norm()) < 1e-5
-        assert float((got[1] - padded[1]).norm() / padded[1].norm()) < 1e-5
-        assert float((got[1] - whole[1]).norm() / whole[1].norm()) > 1e-4  # not exact: cached padding
-
-
-def test_a_live_update_s_windows_may_be_approximate_and_say_so_only_as_a_boolean():
-    engine = Engine(quantization="int8", encoder_runtime="openvino")
-    audio = load_audio(paths.JFK)
-    prompt = {"audio": audio, "language": "en", "exact_encoder": False}
-    [out] = engine.generate([prompt], engine.generation_defaults())
-    assert "ask not what your country can do for you" in out.outputs[0].text.lower()
-    with pytest.raises(ValueError, match="exact_encoder must be True or False"):
-        engine.generate([{"audio": audio, "exact_encoder": "no"}], engine.generation_defaults())

@@ -23,7 +23,6 @@ a fused attention op, bfloat16 and VNNI where the CPU has them, ARM too).
 
 from __future__ import annotations
 
-import copy
 import sys
 
 import numpy as np
@@ -100,37 +99,20 @@ class OpenVINOEncoder:
         self.request = self.compiled.create_infer_request()  # the engine's one thread uses it
         self.projects_cross_kv = bool(cross_kv)
         self.max_positions = encoder.embed_positions.weight.shape[0]
-        self.cached_padding = cached_padding  # every window's padding from the silent window
-        # The graph that takes a window's padding from the silent window's values is made at its
-        # first use (by every window under cached_padding, else by the first window whose request
-        # allows it: `exact`), from float copies of the weights: the model drops its encoder
-        # layers once this graph holds them, and quantizes the decoder's projections.
-        source = (_float_copy(encoder), copy.deepcopy(cross_kv))
-        self._padded_source = lambda: (core, *source, num_threads, ov.get_version())
         self.padded_request = None
         if cached_padding:
-            self.padded_request = self._padded_request()
+            silent = silent_window(core, encoder, cross_kv, num_threads, ov.get_version())
+            graph = build_encoder_graph(encoder, int8_weights(self.precision), cross_kv, silent)
+            self.padded_request = _compile(core, graph, self.precision, num_threads).create_infer_request()
 
-    def _padded_request(self):
-        core, encoder, cross_kv, num_threads, version = self._padded_source()
-        silent = silent_window(core, encoder, cross_kv, num_threads, version)
-        graph = build_encoder_graph(encoder, int8_weights(self.precision), cross_kv, silent)
-        return _compile(core, graph, self.precision, num_threads).create_infer_request()
-
-    def __call__(self, features: torch.Tensor, exact: list[bool] | None = None) -> list[torch.Tensor]:
+    def __call__(self, features: torch.Tensor) -> list[torch.Tensor]:
         """The outputs are views of the request's own buffers (no copy of tiny.en's 18 MB of K/V),
-        valid until the next call: the engine writes them to its cache within the same step.
-        `exact`: per window, False where its padding may be taken from the silent window (as
-        every window's is under cached_padding); None: every window encoded exactly. The windows
-        that reach as far (cached_padding.py) are encoded together, and a batch of several such
-        groups is gathered into new tensors."""
-        if not self.cached_padding and (exact is None or all(exact)):
+        valid until the next call: the engine writes them to its cache within the same step. With
+        the padding cached, the windows that reach as far (cached_padding.py) are encoded
+        together, and a batch of several such groups is gathered into new tensors."""
+        if self.padded_request is None:
             return _infer(self.request, features)
         per_window = positions_to_encode(features, self.max_positions)
-        if not self.cached_padding:
-            per_window = [None if whole else p for p, whole in zip(per_window, exact)]
-        if self.padded_request is None and any(p is not None for p in per_window):
-            self.padded_request = self._padded_request()
         groups: dict[int | None, list[int]] = {}
         for window, positions in enumerate(per_window):
             groups.setdefault(positions, []).append(window)
@@ -154,14 +136,6 @@ class OpenVINOEncoder:
         """The outputs for `features` [B, mel_bins, frames] with only the first `positions`
         positions encoded, the rest the silent window's (models/openvino_encoder/cached_padding.py)."""
         return _infer(self.padded_request, features[:, :, : 2 * positions + 2])
-
-
-def _float_copy(encoder: torch.nn.Module) -> torch.nn.Module:
-    """The encoder module with its own table of submodules, sharing their weights: it keeps its
-    layers when the model replaces the encoder's (a shallow copy would share the table)."""
-    kept = copy.copy(encoder)
-    kept._modules = dict(encoder._modules)
-    return kept
 
 
 def silent_window(

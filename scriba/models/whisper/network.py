@@ -154,7 +154,7 @@ class WhisperForConditionalGeneration(EncoderDecoderModel):
     ) -> torch.Tensor:  # [num_decoder_tokens, d_model]
         encoder_hidden = cross_kv = None
         if meta.num_encoder_tokens and self.encoder_runtime is not None:
-            cross_kv = self.encoder_runtime(encoder_inputs, meta.exact_encoder)  # each layer's K/V
+            cross_kv = self.encoder_runtime(encoder_inputs)  # each decoder layer's K/V, made with the states
         elif meta.num_encoder_tokens:
             encoder_hidden = self.encode(encoder_inputs, meta)
         return self.model.decoder(input_ids, positions, meta, encoder_hidden, cross_kv)
@@ -175,7 +175,7 @@ class WhisperForConditionalGeneration(EncoderDecoderModel):
         decoder layer's cross-attention K/V of them into the cache, the decoder not run (the
         model runner's numba prefill, or the encoder stream; encoder_positions: unused)."""
         if self.encoder_runtime is not None:
-            per_layer = self.encoder_runtime(encoder_inputs, meta.exact_encoder)
+            per_layer = self.encoder_runtime(encoder_inputs)
         else:
             hidden = self.encode(encoder_inputs, meta)
             per_layer = [layer.encoder_attn.kv_proj(hidden) for layer in self.model.decoder.layers]
