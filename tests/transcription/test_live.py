@@ -13,7 +13,7 @@ import scriba
 from scriba.app.ui import live_tab
 from scriba.app.ui.live_tab import live_chunk, live_start, live_stop
 from scriba.media.load import load_audio
-from scriba.transcription.live import LiveTranscript, LiveWord, _without_repeat
+from scriba.transcription.live import LiveTranscript, LiveWord, _after_confirmed, _without_repeat
 from scriba.transcription.live_session import Failed, LiveSession
 from scriba.transcription.options import TranscribeOptions
 
@@ -52,6 +52,23 @@ def test_a_repeated_start_is_dropped():
     again = [LiveWord(" not", 1, 2), LiveWord(" what", 2, 3)]
     assert [w.text for w in _without_repeat(done, again)] == [" what"]
     assert _without_repeat(done, [LiveWord(" what", 2, 3)])[0].text == " what"
+
+
+def test_the_new_words_of_a_whole_recording_come_after_the_confirmed_ones():
+    """Untimed words of a transcription of the whole recording: past the confirmed words when
+    they were heard the same, else past the last place the confirmed words' end was heard."""
+
+    def untimed(text):
+        return [LiveWord(" " + w, None, None) for w in text.split()]
+
+    done = untimed("And so my fellow")
+    assert [w.text for w in _after_confirmed(done, untimed("and so my fellow Americans ask"))] == [
+        " Americans",
+        " ask",
+    ]
+    heard = untimed("And so, uh, my fellow Americans, ask not")  # heard with a word more
+    assert [w.key for w in _after_confirmed(done, heard)] == ["americans", "ask", "not"]
+    assert [w.key for w in _after_confirmed(done, untimed("And so my"))] == []
 
 
 def test_the_final_text_is_the_received_recording_transcribed():
