@@ -37,6 +37,7 @@ import numpy as np
 
 from benchmarks.data import speech_set
 from benchmarks.data import wer as word_error_rate
+from benchmarks.pacing import send_at_pace
 from benchmarks.realtime_whisperlive import (
     start_whisperlive,
     whisperlive_measures,
@@ -76,7 +77,6 @@ async def session(url: str, stream16: np.ndarray, word_ends: list[float]) -> dic
 
     pcm = (np.clip(soxr.resample(stream16, 16000, RATE), -1, 1) * 32767).astype("<i2").tobytes()
     step = int(RATE * CHUNK) * 2
-    events: list[tuple[dict, float]] = []
     async with websockets.connect(url, max_size=2**24) as ws:
         await ws.recv()
         update = {
@@ -93,25 +93,9 @@ async def session(url: str, stream16: np.ndarray, word_ends: list[float]) -> dic
             },
         }
         await ws.send(json.dumps(update))
-        start = time.monotonic()
-
-        async def read():
-            async for message in ws:
-                events.append((json.loads(message), time.monotonic() - start))
-
-        reader = asyncio.create_task(read())
-        for n, i in enumerate(range(0, len(pcm), step)):
-            await asyncio.sleep(max(0.0, start + n * CHUNK - time.monotonic()))
-            await ws.send(
-                json.dumps(
-                    {
-                        "type": "input_audio_buffer.append",
-                        "audio": base64.b64encode(pcm[i : i + step]).decode(),
-                    }
-                )
-            )
-        await asyncio.sleep(10.0)  # the last turn's end and its text, however loaded the server is
-        reader.cancel()
+        pieces = [base64.b64encode(pcm[i : i + step]).decode() for i in range(0, len(pcm), step)]
+        appends = [json.dumps({"type": "input_audio_buffer.append", "audio": a}) for a in pieces]
+        events = await send_at_pace(ws, appends, CHUNK)
     return {"events": events, "word_ends": word_ends}
 
 

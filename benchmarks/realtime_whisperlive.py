@@ -11,7 +11,6 @@ between its messages while a clip is spoken; its completed segments' word error 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket
@@ -20,6 +19,8 @@ import sys
 import time
 
 import numpy as np
+
+from benchmarks.pacing import send_at_pace
 
 SILENCE_MS = 500  # a Scriba turn ends after this much silence: its clock starts there too
 SERVER = """
@@ -55,24 +56,14 @@ async def whisperlive_session(url: str, stream16: np.ndarray, model_path: str, u
     import websockets
 
     step = 1600  # 100 ms
-    messages: list[tuple[dict, float]] = []
     async with websockets.connect(url, max_size=2**24) as ws:
         options = {"uid": uid, "language": "en", "task": "transcribe", "model": model_path, "use_vad": True}
         await ws.send(json.dumps(options))
-        while json.loads(await ws.recv()).get("message") != "SERVER_READY":
-            pass
-        start = time.monotonic()
-
-        async def read():
-            async for message in ws:
-                messages.append((json.loads(message), time.monotonic() - start))
-
-        reader = asyncio.create_task(read())
-        for n, i in enumerate(range(0, len(stream16), step)):
-            await asyncio.sleep(max(0.0, start + n * 0.1 - time.monotonic()))
-            await ws.send(stream16[i : i + step].astype(np.float32).tobytes())
-        await asyncio.sleep(10.0)  # the last clip's segments, however loaded the server is
-        reader.cancel()
+        ready = False
+        while not ready:  # it may say other things first
+            ready = json.loads(await ws.recv()).get("message") == "SERVER_READY"
+        pieces = [stream16[i : i + step].astype(np.float32).tobytes() for i in range(0, len(stream16), step)]
+        messages = await send_at_pace(ws, pieces, 0.1)
     return {"messages": messages}
 
 
