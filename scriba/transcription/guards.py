@@ -4,7 +4,7 @@ in silence (hallucination_silence_threshold)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scriba.transcription.results import Segment, WindowResult, Word
 from scriba.transcription.words import APPEND, PREPEND
@@ -37,10 +37,23 @@ class Guards:
             o.prompt_reset_on_temperature,
         )
 
+    def too_repetitive(self, r: WindowResult) -> bool:
+        return self.compression_ratio is not None and r.compression_ratio > self.compression_ratio
+
     def needs_fallback(self, r: WindowResult) -> bool:
-        too_repetitive = self.compression_ratio is not None and r.compression_ratio > self.compression_ratio
+        too_repetitive = self.too_repetitive(r)
         too_unlikely = self.logprob is not None and r.avg_logprob < self.logprob
         return (too_repetitive or too_unlikely) and not self._silence(r, too_unlikely)
+
+    def pick(self, tried: list[WindowResult]) -> WindowResult:
+        """A window's result when every temperature failed (`tried`, in order): faster-whisper's
+        pick, the likeliest (best average log-prob) of those not too repetitive, else of all,
+        with the last temperature, so the next window's previous text is reset as after it.
+        openai-whisper keeps the last, sampled at the highest temperature: often invented text,
+        and a translation fails the log-prob guard at every temperature more often than not."""
+        plausible = [r for r in tried if not self.too_repetitive(r)]
+        best = max(plausible or tried, key=lambda r: r.avg_logprob)
+        return replace(best, temperature=tried[-1].temperature)
 
     def is_no_speech(self, r: WindowResult) -> bool:
         return self._silence(r, self.logprob is None or r.avg_logprob <= self.logprob)

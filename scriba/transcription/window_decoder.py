@@ -9,7 +9,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -51,6 +51,7 @@ class Window:
     language: str | None
     prev_ids: tuple[int, ...] = ()
     attempt: int = 0
+    failed: tuple[WindowResult, ...] = field(default=(), repr=False)  # earlier attempts' results
 
     @property
     def offset(self) -> float:  # seconds into the stream
@@ -134,6 +135,18 @@ class WindowDecoder:
     def can_retry(self, window: Window, result: WindowResult) -> bool:
         """openai-whisper's fallback: the output looks wrong and a higher temperature is left."""
         return window.attempt + 1 < len(self.temperatures) and self.guards.needs_fallback(result)
+
+    def retry(self, window: Window, result: WindowResult) -> Window:
+        """The window again at the next temperature, in the language found, `result` kept."""
+        language = window.language or result.language
+        failed = (*window.failed, result)
+        return replace(window, attempt=window.attempt + 1, language=language, failed=failed)
+
+    def settled(self, window: Window, result: WindowResult) -> WindowResult:
+        """The result a window keeps: `result`, or after every temperature failed, Guards.pick's."""
+        if not window.failed or not self.guards.needs_fallback(result):
+            return result
+        return self.guards.pick([*window.failed, result])
 
     def results(self) -> Iterator[tuple[Window, WindowResult]]:
         """Each finished window and its result, as they finish, until nothing is in flight
@@ -267,7 +280,7 @@ class WindowDecoder:
             text=text,
             avg_logprob=sum_logprob / (len(tokens) - len(prefix) + 1),
             no_speech_prob=spoken.no_speech_prob or 0.0,
-            compression_ratio=compression_ratio(text),
+            compression_ratio=compression_ratio(text.strip()),
             temperature=temperature,
             language=spoken.language,
             language_probability=spoken.language_probability,

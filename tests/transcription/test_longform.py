@@ -110,6 +110,29 @@ def test_the_prompt_grows_and_resets_after_a_high_temperature():
     assert later.next_context([1], [seg], result([5], temperature=0.6), True) == [1, 5, 6]
 
 
+# faster-whisper's generate_with_fallback when every temperature failed: the best average
+# log-prob among the attempts under the compression-ratio threshold, else among all; the last
+# temperature is carried on (the next window's previous text is reset after it).
+PICKS = [
+    # each attempt: (avg_logprob, compression ratio) at 0.0, 0.2, 1.0 -> the index kept
+    ([(-1.09, 1.5), (-1.11, 1.5), (-4.16, 1.3)], 0),  # a translation under -1 at every temperature
+    ([(-0.2, 2.6), (-1.3, 1.5), (-1.5, 1.4)], 1),  # the likeliest is a loop: the next likeliest
+    ([(-0.9, 2.6), (-0.4, 2.5), (-1.5, 2.7)], 1),  # every one repetitive: the likeliest of all
+]
+
+
+@pytest.mark.parametrize("attempts, kept", PICKS)
+def test_when_every_temperature_fails_the_likeliest_plausible_attempt_is_kept(attempts, kept):
+    tried = [
+        result([i], temperature=t, avg_logprob=lp, ratio=cr)
+        for i, (t, (lp, cr)) in enumerate(zip((0.0, 0.2, 1.0), attempts))
+    ]
+    assert all(Guards().needs_fallback(r) for r in tried)
+    chosen = Guards().pick(tried)
+    assert chosen.tokens == [kept] and chosen.avg_logprob == attempts[kept][0]
+    assert chosen.temperature == 1.0
+
+
 def test_the_likeliest_of_best_of_samples_is_kept():
     """openai-whisper's pick: the best sum of log-probs / (tokens + 1) after the control tokens."""
     from types import SimpleNamespace as Out

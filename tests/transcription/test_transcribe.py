@@ -106,8 +106,8 @@ def test_a_list_is_decoded_together_and_matches_single_calls(jfk):
 
 def test_a_sampled_retry_gives_the_same_text_whatever_shares_its_batch(jfk):
     """jfk twice in one window fails the compression-ratio guard at every temperature, so its
-    text is a draw at 1.0: seeded from the window, it is the same alone, beside another file,
-    and after other draws from the engine."""
+    text is the likeliest of its attempts, draws up to 1.0 among them: seeded from the window,
+    they are the same alone, beside another file, and after other draws from the engine."""
     twice = (np.concatenate([jfk, jfk[: 16000 * 3], jfk]), 16000)
     alone = scriba.transcribe(twice)
     assert {s.temperature for s in alone.segments} == {1.0}
