@@ -75,7 +75,7 @@ def run(
     results = decoder.results()
     try:
         for window, result in results:
-            if decoder.can_retry(window, result):
+            if decoder.can_retry(window, result):  # at the next temperature, or filled for its language
                 queue.put_first([decoder.retry(window, result)])
                 continue
             result = decoder.settled(window, result)
@@ -179,7 +179,7 @@ class Batched:
                 more, completed = self._place(voter, voted)
                 follow, ready = follow + more, ready + completed
             else:  # decoded in another language: again, in the file's
-                follow.append(replace(voter, language=file.language, attempt=0))
+                follow.append(replace(voter, language=file.language, attempt=0, failed=()))
         self.waiting[window.file] = []
         return follow + [replace(w, language=file.language) for w in waiting], sorted(ready, key=_start)
 

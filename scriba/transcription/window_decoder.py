@@ -21,7 +21,7 @@ from scriba.transcription.progress import Progress, window_fraction
 from scriba.transcription.results import WindowResult, compression_ratio
 from scriba.transcription.segmenting import segment_spans
 from scriba.transcription.words import make_words, token_times
-from scriba.whisper.constants import HOP_LENGTH
+from scriba.whisper.constants import HOP_LENGTH, WINDOW_SAMPLES
 from scriba.whisper.prompt_layout import prefix_tokens
 
 MAX_WINDOW_TOKENS = 224  # openai-whisper's sample_len: half the decoder context
@@ -52,6 +52,7 @@ class Window:
     prev_ids: tuple[int, ...] = ()
     attempt: int = 0
     failed: tuple[WindowResult, ...] = field(default=(), repr=False)  # earlier attempts' results
+    detected: float | None = None  # `language`'s probability, when an earlier pass detected it
 
     @property
     def offset(self) -> float:  # seconds into the stream
@@ -83,6 +84,9 @@ class WindowDecoder:
         # segments spans a change (word_timestamps and the hallucination guard align every window).
         self.aligned: Callable[[Window, float, float], bool] | None = None
         self.tokens = self.engine.model.tokens
+        model = self.engine.config.model_config
+        exact = (model.dtype, model.quantization) == ("float32", None)  # fills as transformers does
+        self.fills_by_language = self.tokens.is_multilingual and not exact
         self.hotword_ids, self.prefix_ids = self.text_ids(options.hotwords), self.text_ids(options.prefix)
         self.report = report
         self.cancel = cancel  # a threading.Event: once set, the windows in flight are aborted
@@ -133,14 +137,22 @@ class WindowDecoder:
         self.submitted += len(windows)
 
     def can_retry(self, window: Window, result: WindowResult) -> bool:
-        """openai-whisper's fallback: the output looks wrong and a higher temperature is left."""
+        """Whether to decode the window again: openai-whisper's fallback (the output looks wrong
+        and a higher temperature is left), or the language found fills it otherwise."""
+        if not self.holds(window, window.language or result.language):
+            return True
         return window.attempt + 1 < len(self.temperatures) and self.guards.needs_fallback(result)
 
     def retry(self, window: Window, result: WindowResult) -> Window:
-        """The window again at the next temperature, in the language found, `result` kept."""
+        """The window again at the next temperature, in the language found, `result` kept; from
+        the first temperature when the language found fills the window otherwise (padding)."""
         language = window.language or result.language
+        detected = window.detected if window.language else result.language_probability
+        if not self.holds(window, language):
+            return replace(window, language=language, attempt=0, failed=(), detected=detected)
         failed = (*window.failed, result)
-        return replace(window, attempt=window.attempt + 1, language=language, failed=failed)
+        attempt = window.attempt + 1
+        return replace(window, attempt=attempt, language=language, failed=failed, detected=detected)
 
     def settled(self, window: Window, result: WindowResult) -> WindowResult:
         """The result a window keeps: `result`, or after every temperature failed, Guards.pick's."""
@@ -194,12 +206,35 @@ class WindowDecoder:
             "suppress_tokens": [] if o.suppress_tokens is None else list(o.suppress_tokens),
             "suppress_blank": o.suppress_blank,
             "max_initial_timestamp": o.max_initial_timestamp,
+            "padding": self.padding(w.language),
         }
         if self._prefix(w):  # as faster-whisper: a window with the prefix gets no hotwords
             prompt["prefix"] = self.prefix_ids
         elif self.hotword_ids:
             prompt["hotwords"] = self.hotword_ids
         return prompt
+
+    def padding(self, language: str | None) -> str:
+        """How a window under 30 s in `language` is filled (log_mel.MEL_PADDINGS): log-mel zeros
+        for speech in other languages than English, as openai-whisper and faster-whisper fill
+        every window; silent audio for English, and while the language is being detected (a
+        window detected in another language is decoded again: holds), as transformers fills
+        every window. Measured: docs/transcription.md."""
+        return "mel" if self.fills_by_language and language not in (None, "en") else "audio"
+
+    def _filled_otherwise(self, w: Window) -> list[int]:
+        """The language tokens a window being detected stops at: those filled otherwise than it
+        is (it is decoded again in that language, holds), so no text is decoded in vain."""
+        if not self.fills_by_language or w.language is not None or len(w.samples) >= WINDOW_SAMPLES:
+            return []
+        by_fill = self.padding(None)
+        return [i for code, i in self.tokens.lang_to_id.items() if self.padding(code) != by_fill]
+
+    def holds(self, window: Window, language: str | None) -> bool:
+        """Whether a window decoded while detecting its language holds the text it would have
+        in `language`: filled the same way, or a whole 30 s window (nothing to fill)."""
+        whole = len(window.samples) >= WINDOW_SAMPLES
+        return whole or self.padding(window.language) == self.padding(language)
 
     def _prefix(self, w: Window) -> list[int]:
         """The prefix tokens this window starts with, as its prompt holds them: the file's first
@@ -224,6 +259,7 @@ class WindowDecoder:
                 beam_width=o.beam_size, length_penalty=o.length_penalty, patience=o.patience, **limits
             )
         return SamplingParams(
+            stop_token_ids=self._filled_otherwise(w),
             n=o.best_of if temperature > 0 else 1,  # candidates drawn, the likeliest kept (_result)
             temperature=temperature,
             logprobs=0,
@@ -283,7 +319,7 @@ class WindowDecoder:
             compression_ratio=compression_ratio(text.strip()),
             temperature=temperature,
             language=spoken.language,
-            language_probability=spoken.language_probability,
+            language_probability=spoken.language_probability if window.detected is None else window.detected,
             token_times=times,
             token_probs=probs,
         )

@@ -11,6 +11,11 @@ import numpy as np
 from scriba.whisper.constants import HOP_LENGTH, SAMPLE_RATE
 
 N_FFT = 400  # 25 ms windows
+# How a window shorter than 30 s is filled: "audio", silent samples (transformers' feature
+# extractor, and so the exact mode); "mel", zeros after the audio's frames (openai-whisper's and
+# faster-whisper's transcribe). Measured on the multilingual base: "mel" is the better fill for
+# speech in other languages than English, "audio" for English (docs/transcription.md).
+MEL_PADDINGS = ("audio", "mel")
 
 
 @functools.lru_cache(maxsize=4)
@@ -37,11 +42,15 @@ def mel_filters(num_mel_bins: int) -> np.ndarray:
     return filters * (2.0 / (edges[2:] - edges[:-2]))[None, :]
 
 
-def log_mel(windows: list[np.ndarray], num_mel_bins: int, num_frames: int = 3000) -> np.ndarray:
+def log_mel(
+    windows: list[np.ndarray], num_mel_bins: int, num_frames: int = 3000, padding: str = "audio"
+) -> np.ndarray:
     """Windows of <= 30 s of 16 kHz samples -> [num_windows, num_mel_bins, num_frames] float32,
     each window zero-padded to 30 s, as WhisperFeatureExtractor computes them (its mel filters,
     Hann window and clamping), in one batched torch pass with the STFT in float64: within 1e-5
     of its numpy reference, where transformers' float32 torch path is off by up to 2e-5.
+    `padding` "mel": the frames after the audio's (len // hop) are zeros instead, as
+    openai-whisper's and faster-whisper's transcribe() pad a window's log-mel (MEL_PADDINGS).
 
     Frames that see only the zero padding have zero power, so the STFT runs over the frames
     that touch audio (a 5 s clip costs a sixth of a 30 s window)."""
@@ -62,4 +71,8 @@ def log_mel(windows: list[np.ndarray], num_mel_bins: int, num_frames: int = 3000
     mel[..., :used] = torch.from_numpy(mel_filters(num_mel_bins)).to(torch.float32).T @ power
     log_spec = mel.clamp(min=1e-10).log10()
     log_spec = torch.maximum(log_spec, log_spec.amax(dim=(1, 2), keepdim=True) - 8.0)
-    return ((log_spec + 4.0) / 4.0).numpy()
+    features = ((log_spec + 4.0) / 4.0).numpy()
+    if padding == "mel":
+        for row, window in zip(features, windows):
+            row[:, len(window) // hop :] = 0.0
+    return features

@@ -10,7 +10,8 @@ Audio prompts (see `AudioPrompt`):
     {"audio": A, "language": None | "en" | ..., "task": "transcribe", "timestamps": False,
      "prompt": previous text, "prefix": text, "hotwords": text,
      "suppress_tokens": [ids, -1 the checkpoint's], "suppress_blank": True,
-     "max_initial_timestamp": seconds | None}         the decoder prompt is built from the options
+     "max_initial_timestamp": seconds | None,
+     "padding": "audio" | "mel"}                        the decoder prompt is built from the options
     {"encoder_prompt": {"audio": A}, "decoder_prompt": Q}  Q used as given
 A is a path, bytes, a file object, (float array, sample_rate), or "input_features" replaces
 "audio" with precomputed log-mel features [mel_bins, frames].
@@ -45,6 +46,7 @@ class AudioPrompt(TypedDict, total=False):
     suppress_tokens: list[int] | None
     suppress_blank: bool
     max_initial_timestamp: float | None
+    padding: str  # a window under 30 s filled with silent "audio" or "mel" zeros (log_mel.py)
 
 
 AUDIO_OPTIONS = set(AudioPrompt.__annotations__)
@@ -152,8 +154,11 @@ class WhisperRequestProcessing(RequestProcessing):
     def _features(self, options: dict) -> np.ndarray:
         from scriba.media.load import load_audio
         from scriba.whisper.constants import SAMPLE_RATE, WINDOW_SECONDS
-        from scriba.whisper.log_mel import log_mel
+        from scriba.whisper.log_mel import MEL_PADDINGS, log_mel
 
+        padding = options.get("padding", "audio")
+        if padding not in MEL_PADDINGS:
+            raise ValueError(f"padding must be one of {MEL_PADDINGS}, got {padding!r}")
         mels, frames = self.model.num_mel_bins, self.model.num_frames
         if "input_features" in options:
             features = np.asarray(options["input_features"], dtype=np.float32)
@@ -167,7 +172,7 @@ class WhisperRequestProcessing(RequestProcessing):
                 f"audio is {seconds:.1f} s long; one request holds up to {WINDOW_SECONDS} s: "
                 "use scriba.transcribe() for long audio"
             )
-        return log_mel([samples], mels, frames)[0]
+        return log_mel([samples], mels, frames, padding)[0]
 
     def annotate(
         self, inputs: EncoderDecoderInputs, seq: Any, prompt_logprob: float | None
