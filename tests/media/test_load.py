@@ -109,6 +109,22 @@ def test_log_mel_is_torch_batched_and_equals_the_reference():
         assert np.abs(features - reference).max() < 1e-5
 
 
+def test_log_mel_filled_with_mel_zeros_after_the_audio():
+    """padding="mel": the audio's frames (len // hop) as with silent audio after it, zeros from
+    there on (openai-whisper's transcribe pads a window's log-mel so); a whole window is the same."""
+    from scriba.whisper.log_mel import log_mel
+
+    audio = load_audio("assets/jfk.flac")
+    windows = [audio, audio[: 16000 * 3 + 77], np.resize(audio, 16000 * 30)]
+    by_audio, by_mel = log_mel(windows, 80), log_mel(windows, 80, padding="mel")
+    for window, audio_fill, mel_fill in zip(windows, by_audio, by_mel):
+        frames = len(window) // 160
+        np.testing.assert_array_equal(mel_fill[:, :frames], audio_fill[:, :frames])
+        assert not mel_fill[:, frames:].any()
+    assert by_audio[1][:, 1000:].max() < -0.5  # silent audio is the quietest level, not zero
+    np.testing.assert_array_equal(by_mel[2], by_audio[2])
+
+
 def test_files_are_decoded_in_pieces_with_the_same_result(tmp_path, monkeypatch):
     """Stereo 44.1 kHz decoded piece by piece (mono, resampled per piece) equals resampling the
     whole mono signal at once."""

@@ -2,9 +2,9 @@
 log-mel features: its decoding options are then compared with Scriba's token for token.
 
 Why Scriba's features: faster-whisper computes its own (another resampler, and a window
-shorter than 30 s is padded with zeros in log-mel space where openai-whisper and transformers
-pad the audio), so on the same weights the two differ in a token here and there whatever the
-options; with the same features, greedy decoding agrees."""
+shorter than 30 s is padded with zeros in log-mel space, as openai-whisper's transcribe does,
+where transformers pads the audio), so on the same weights the two differ in a token here and
+there whatever the options; with the same features, greedy decoding agrees."""
 
 from __future__ import annotations
 

@@ -21,7 +21,12 @@ def _clips() -> list[dict]:
     with open(os.path.join(DATA, "MANIFEST.tsv"), newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
     return [
-        {"path": os.path.join(DATA, r["file"]), "language": r["language"], "ref": r["reference_text"]}
+        {
+            "path": os.path.join(DATA, r["file"]),
+            "language": r["language"],
+            "ref": r["reference_text"],
+            "english": r["english_translation"],  # a reference translation, or empty
+        }
         for r in rows
     ]
 

@@ -98,6 +98,7 @@ def test_blank_and_first_timestamp_options_reach_the_rules(vocab):
         ({"suppress_blank": "yes"}, "suppress_blank must be True or False"),
         ({"max_initial_timestamp": -1}, "max_initial_timestamp must be seconds >= 0"),
         ({"hotwords": 5}, "hotwords"),
+        ({"padding": "zeros"}, "padding must be one of ('audio', 'mel')"),
     ],
 )
 def test_bad_decoding_options_are_one_line_errors(bundled, option, words):
