@@ -235,6 +235,16 @@ class Engine:
         self.scheduler.remove_finished()
         return list(seqs_of)
 
+    def _own_generators(self, group: SequenceGroup) -> None:
+        """A seeded request's samples each draw from a generator of their own once forked: a
+        sample that ends (or a step launched before its end was read) never shifts another's
+        draws, so the samples are the same whatever the scheduling."""
+        if group.params.seed is None:
+            return
+        device = self.config.execution_config.device
+        for i, seq in enumerate(group.seqs):
+            seq.generator = torch.Generator(device=device).manual_seed(group.params.seed + 7919 * (i + 1))
+
     def _apply_samples(self, group: SequenceGroup, seqs: list, results) -> None:
         if group.beam is not None:
             return self._apply_beams(group, results)
@@ -248,6 +258,8 @@ class Engine:
                 child.append(extra.token_id, extra.logprob, extra.top_logprobs)
                 group.seqs.append(child)
                 self._check_stop(group, child, extra.token_id)
+            if len(samples) > 1:
+                self._own_generators(group)
             first = samples[0]
             if seq.pending:
                 seq.fill_pending(first.token_id, first.logprob, first.top_logprobs)

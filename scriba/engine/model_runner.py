@@ -263,7 +263,7 @@ class ModelRunner:
             num_generated=seq.num_output_tokens,
             params=group.params,
             processors=group.processors,
-            generator=group.generator,
+            generator=group.generator if seq.generator is None else seq.generator,
             num_samples=group.params.n if group.needs_fork else 1,  # n > 1: the first token's draws
             beam=beam,
         )

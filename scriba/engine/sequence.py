@@ -35,6 +35,7 @@ class Sequence:
 
     def __init__(self, prompt_token_ids: list[int], seq_id: int | None = None):
         self.seq_id = next(_seq_ids) if seq_id is None else seq_id
+        self.generator = None  # a seeded sample's own torch.Generator after the fork (else the group's)
         self.token_ids = list(prompt_token_ids)
         self.prompt_len = len(prompt_token_ids)
         self.logprobs: list[dict[int, Logprob]] = []

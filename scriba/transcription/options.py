@@ -101,7 +101,7 @@ class TranscribeOptions:
     max_initial_timestamp: float | None = 1.0
     prepend_punctuations: str = PREPEND
     append_punctuations: str = APPEND
-    best_of: int = 1
+    best_of: int = 5  # faster-whisper's and openai-whisper's command line's: docs/transcription.md
     prompt_reset_on_temperature: float = 0.5
     patience: float = 1.0
     length_penalty: float = 1.0

@@ -110,7 +110,7 @@ def test_a_sampled_retry_gives_the_same_text_whatever_shares_its_batch(jfk):
     they are the same alone, beside another file, and after other draws from the engine."""
     twice = (np.concatenate([jfk, jfk[: 16000 * 3], jfk]), 16000)
     alone = scriba.transcribe(twice)
-    assert {s.temperature for s in alone.segments} == {1.0}
+    assert 1.0 in {s.temperature for s in alone.segments}  # a window through every temperature
     beside = scriba.transcribe([JFK, twice, (jfk[: 16000 * 5] * 0.5, 16000)])[1]
     scriba.transcribe(twice, temperature=0.7, vad_filter=False)  # other draws in between
     again = scriba.transcribe(twice)
@@ -275,7 +275,8 @@ def test_beam_size_five_uses_beam_search():
 
 def test_async_scheduling_gives_the_same_transcript(jfk):
     """Steps launched on tokens the host has not read yet (EngineConfig.async_scheduling, the
-    GPU's default) change nothing: segments, words and their times, a sampled retry. Here with
+    GPU's default) change nothing: segments, words and their times, a sampled retry (best_of
+    samples, each drawing from a generator of its own once forked). Here with
     the modules running every step (each row computed alike in any step): by default a step's
     rows pick the numba step or the modules (docs/limits.md), and a step one late can change
     that, so a near-tie may turn (the next test: where the rows stay the same)."""

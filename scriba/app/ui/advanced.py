@@ -3,6 +3,8 @@ decoding options, as TranscribeOptions takes them."""
 
 from __future__ import annotations
 
+from scriba.transcription.options import TranscribeOptions
+
 # (TranscribeOptions field, label, help): the order the page shows them and passes them in
 TEXT_FIELDS = [
     ("initial_prompt", "Initial prompt", "text the first window is conditioned on (names, spellings)"),
@@ -17,7 +19,12 @@ TEXT_FIELDS = [
 ]
 NUMBER_FIELDS = [
     ("beam_size", "Beam size", 1, "1: greedy; more: beam search (no word timestamps)"),
-    ("best_of", "Samples at a fallback", 1, "drawn when a window is retried warmer; the likeliest kept"),
+    (
+        "best_of",
+        "Samples at a fallback",
+        TranscribeOptions.best_of,
+        "drawn when a window is retried warmer; the likeliest kept",
+    ),
     ("max_new_tokens", "Tokens per window at most", 224, ""),
     ("max_initial_timestamp", "First timestamp at most (s)", 1.0, ""),
     ("repetition_penalty", "Repetition penalty", 1.0, "> 1 makes repeating a token less likely"),
