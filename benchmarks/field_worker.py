@@ -3,6 +3,7 @@
 Python runs it without Scriba's benchmarks package.
 
     python benchmarks/field_worker.py SYSTEM MODEL_FOLDER WORKLOAD FILE [FILE ...] [--rounds N]
+        [--task transcribe|translate --detect]   (openvino-genai: the multilingual suite's runs)
 
 SYSTEM: scriba | faster-whisper | faster-whisper-batched | openvino-genai.
 WORKLOAD: one-by-one (each file alone: a person's request; per-file seconds kept) or one-call
@@ -47,7 +48,7 @@ def faster_whisper_system(folder: str, batched: bool):
     return one
 
 
-def openvino_genai_system(folder: str):
+def openvino_genai_system(folder: str, task: str = "transcribe", detect: bool = False):
     import openvino_genai
     import soundfile as sf
     import soxr
@@ -65,20 +66,24 @@ def openvino_genai_system(folder: str):
         for path in files:
             options = dict(return_timestamps=True)
             if multilingual:  # an English-only model takes neither
-                options.update(language="<|en|>", task="transcribe")
-            texts.append(str(pipe.generate(read(path).tolist(), **options)))
+                options.update(task=task, **({} if detect else {"language": "<|en|>"}))
+            result = pipe.generate(read(path).tolist(), **options)
+            languages.append(result.languages[0].strip("<|>") if result.languages else None)
+            texts.append(str(result))
         return texts
 
+    languages: list = []  # each file's, as detected (the last round's are printed)
+    one.languages = languages
     return one
 
 
-def system(name: str, folder: str):
+def system(name: str, folder: str, task: str = "transcribe", detect: bool = False):
     if name == "scriba":
         return scriba_system(folder)
     if name in ("faster-whisper", "faster-whisper-batched"):
         return faster_whisper_system(folder, name.endswith("batched"))
     if name == "openvino-genai":
-        return openvino_genai_system(folder)
+        return openvino_genai_system(folder, task, detect)
     raise SystemExit(f"unknown system {name!r}")
 
 
@@ -87,8 +92,13 @@ def main(argv: list[str]) -> None:
     if "--rounds" in argv:
         i = argv.index("--rounds")
         rounds, argv = int(argv[i + 1]), argv[:i] + argv[i + 2 :]
+    task, detect = "transcribe", "--detect" in argv
+    argv = [a for a in argv if a != "--detect"]
+    if "--task" in argv:
+        i = argv.index("--task")
+        task, argv = argv[i + 1], argv[:i] + argv[i + 2 :]
     name, folder, workload, *files = argv
-    run = system(name, folder)
+    run = system(name, folder, task, detect)
     run(files[:1])  # warm-up: model load, first allocations, compilation
     seconds, texts = [], []
     for _ in range(rounds):
@@ -104,7 +114,8 @@ def main(argv: list[str]) -> None:
             start = time.perf_counter()
             texts = run(files)
             seconds.append([time.perf_counter() - start])
-    print(json.dumps({"seconds": seconds, "texts": texts}))
+    languages = getattr(run, "languages", [])[-len(files) :]
+    print(json.dumps({"seconds": seconds, "texts": texts, "languages": languages}))
 
 
 if __name__ == "__main__":

