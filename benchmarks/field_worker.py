@@ -68,7 +68,8 @@ def openvino_genai_system(folder: str, task: str = "transcribe", detect: bool = 
             if multilingual:  # an English-only model takes neither
                 options.update(task=task, **({} if detect else {"language": "<|en|>"}))
             result = pipe.generate(read(path).tolist(), **options)
-            languages.append(result.languages[0].strip("<|>") if result.languages else None)
+            found = getattr(result, "language", None) or (getattr(result, "languages", None) or [None])[0]
+            languages.append(found.strip("<|>") if found else None)
             texts.append(str(result))
         return texts
 
