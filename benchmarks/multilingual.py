@@ -12,11 +12,12 @@ language detected (none given), greedy, timestamps on, each system's defaults ot
 (Scriba: Silero VAD for clips over 30 s; faster-whisper: beam_size=1, no VAD). Scriba runs in
 float32 and in its CPU default (int8); faster-whisper in float32 and int8, its sampled
 fallbacks seeded; with PEERS and OV (benchmarks/README.md: OpenVINO GenAI's environment and the
-exported models), OpenVINO GenAI int8 (no temperature fallback; its own long-form loop). Prints per system: the seconds, the languages detected right, per language
-the error rate (WER; CER for Japanese and Chinese; Whisper's basic normalizer on both sides)
-and their mean over the languages but English; then the clips with an English reference
-translated (task=translate): WER per language and over them all. --out writes every figure as a
-table (tests/whisper/test_whisper_base.py holds Scriba to faster-whisper's).
+exported models), OpenVINO GenAI int8 (no temperature fallback; its own long-form loop).
+Prints per system: the seconds, the languages detected right, per language the error rate
+(WER; CER for Japanese and Chinese; Whisper's basic normalizer on both sides) and their mean
+over the languages but English; then the clips with an English reference translated
+(task=translate): WER per language and over them all. --out writes every figure as a table
+(tests/whisper/test_whisper_base.py holds Scriba to faster-whisper's).
 Keep the machine otherwise idle: the seconds are compared.
 """
 
