@@ -169,6 +169,12 @@ def measure(say, name: str, run, clips: list[dict]) -> list[dict]:
     return rows
 
 
+def translation_errors(clips: list[dict], texts: list[str]) -> tuple[int, int]:
+    """(word errors, reference words) of `texts` against the clips' English references."""
+    errors = sum(edit_distance(words(c["english"]), words(t)) for c, t in zip(clips, texts))
+    return errors, sum(len(words(c["english"])) for c in clips)
+
+
 def translations(say, name: str, run, clips: list[dict], seconds: str) -> list[dict]:
     """The clips with an English reference translated (task=translate): WER per language and
     over them all (benchmarks/data.py's words on both sides)."""
@@ -177,14 +183,12 @@ def translations(say, name: str, run, clips: list[dict], seconds: str) -> list[d
     say(f"\n{name}, translated to English:")
     rows = []
     for language in [*dict.fromkeys(c["language"] for c in clips), "all"]:
-        pairs = [(c["english"], f) for c, f in zip(clips, found) if language in (c["language"], "all")]
-        refs = [r for r, _ in pairs]
-        errors = sum(edit_distance(words(r), words(h)) for r, h in pairs)
-        units = sum(len(words(r)) for r in refs)
+        mine = [(c, f) for c, f in zip(clips, found) if language in (c["language"], "all")]
+        errors, units = translation_errors([c for c, _ in mine], [f for _, f in mine])
         say(f"  {language} -> en  wer {errors / units:.4f}  ({errors}/{units})")
         if language != "all":
-            say(f"    {found[clips.index(next(c for c in clips if c['language'] == language))][:160]!r}")
-        rows.append(_row(name, f"{language}->en", "wer", errors, units, len(pairs), "", seconds))
+            say(f"    {mine[0][1][:160]!r}")
+        rows.append(_row(name, f"{language}->en", "wer", errors, units, len(mine), "", seconds))
     return rows
 
 

@@ -12,9 +12,16 @@ DATA = os.path.join(HERE, "..", "data", "multilingual")
 FIGURES = os.path.join(HERE, "..", "..", "benchmarks", "results", "multilingual_base.tsv")
 sys.path.insert(0, os.path.join(HERE, "..", ".."))
 
-from benchmarks.multilingual import error_rate, multilingual_units  # noqa: E402
+from benchmarks.multilingual import error_rate, multilingual_units, translation_errors  # noqa: E402
 
-__all__ = ["CLIPS", "clip", "error_rate", "faster_whisper_figures", "multilingual_units"]
+__all__ = [
+    "CLIPS",
+    "clip",
+    "error_rate",
+    "faster_whisper_figures",
+    "multilingual_units",
+    "translation_errors",
+]
 
 
 def _clips() -> list[dict]:

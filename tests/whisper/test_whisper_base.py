@@ -8,7 +8,14 @@ import re
 import numpy as np
 import pytest
 import torch
-from multilingual import CLIPS, clip, error_rate, faster_whisper_figures, multilingual_units
+from multilingual import (
+    CLIPS,
+    clip,
+    error_rate,
+    faster_whisper_figures,
+    multilingual_units,
+    translation_errors,
+)
 from oracle import hf_token_times, scriba_token_times, transformers_whisper
 
 import scriba
@@ -241,10 +248,3 @@ def test_translation_is_held_to_faster_whisper_s():
     theirs, _ = faster_whisper_figures("faster-whisper float32")["de->en"]
     assert errors <= theirs + 0.02 * units, text
 
-
-def translation_errors(clips: list[dict], texts: list[str]) -> tuple[int, int]:
-    """(word errors, reference words) of `texts` against the clips' reference translations."""
-    from benchmarks.data import edit_distance, words
-
-    errors = sum(edit_distance(words(c["english"]), words(t)) for c, t in zip(clips, texts))
-    return errors, sum(len(words(c["english"])) for c in clips)
