@@ -1,7 +1,7 @@
 """A first transcript, cold: `scriba transcribe assets/jfk.flac` in a fresh process, and where
 its time goes.
 
-    python -m benchmarks cold-start [--runs 3] [--smoke] [--out FILE]
+    python -m benchmarks cold-start [--runs 3] [--empty-caches] [--smoke] [--out FILE]
 
 Each run is a new process, as a user's command is (the files are in the OS cache after the
 first, as they are on a user's second try). Printed: the command's wall time (best and all
@@ -10,14 +10,22 @@ the engine (weights read, int8, the encoder compiled), the first transcription (
 compiled on first use included) and a second one (what the first would cost warm).
 faster-whisper's cold `WhisperModel(...).transcribe()` on the same weights is printed beside
 it when installed. Run it on a quiet machine.
+
+`--empty-caches`: numba's and Scriba's caches in new empty folders, as on a fresh machine: one run
+without preparing, then the README's install step `scriba prepare` (timed) fills the runs' caches.
+Whether torch's modules are byte-compiled is printed: an install made without byte code (`pip
+--no-compile`, or an editable one where PYTHONDONTWRITEBYTECODE is set) compiles them in every
+process.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import importlib.util
 import subprocess
 import sys
+import tempfile
 import time
 
 from benchmarks.data import JFK
@@ -50,28 +58,52 @@ print("".join(s.text for s in segments))
 """
 
 
-def wall(command: list[str]) -> tuple[float, str]:
+def wall(command: list[str], env: dict | None = None) -> tuple[float, str]:
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     return time.perf_counter() - start, done.stdout
+
+
+def byte_compiled() -> bool:
+    """Whether torch's modules have their byte code on disk (else each process compiles them)."""
+    spec = importlib.util.find_spec("torch")
+    return os.path.exists(importlib.util.cache_from_source(spec.origin))
+
+
+def prepared(say, scriba: str, folder: str) -> dict:
+    """An environment whose caches are empty folders under `folder`, filled by `scriba prepare`."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(folder, "numba"),
+               SCRIBA_CACHE=os.path.join(folder, "scriba"))
+    unprepared = dict(env, NUMBA_CACHE_DIR=os.path.join(folder, "numba-unprepared"),
+                      SCRIBA_CACHE=os.path.join(folder, "scriba-unprepared"))
+    took = wall([scriba, "transcribe", JFK], unprepared)[0]
+    say(f"scriba transcribe jfk.flac, caches empty, not prepared: {took:.2f} s")
+    took = wall([scriba, "prepare", "--model", "tiny.en"], env)[0]
+    say(f"scriba prepare --model tiny.en, caches empty (the README's install step): {took:.1f} s")
+    return env
 
 
 def main(argv: list[str]) -> int:
     parser = suite_parser("cold-start", __doc__)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--empty-caches", action="store_true",
+                        help="caches in empty folders, filled by `scriba prepare` first")
     parser.add_argument("--smoke", action="store_true", help="one run")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     runs_asked = 1 if args.smoke else args.runs
     say = Report("cold-start", argv)
     scriba = os.path.join(os.path.dirname(sys.executable), "scriba")
-    runs = [wall([scriba, "transcribe", JFK]) for _ in range(runs_asked)]
+    say(f"torch's modules byte-compiled: {'yes' if byte_compiled() else 'no (each process compiles them)'}")
+    folder = tempfile.TemporaryDirectory(prefix="scriba-cold-")
+    env = prepared(say, scriba, folder.name) if args.empty_caches else None
+    runs = [wall([scriba, "transcribe", JFK], env) for _ in range(runs_asked)]
     seconds = [s for s, _ in runs]
     every = ", ".join(f"{s:.2f}" for s in seconds)
     say(f"scriba transcribe jfk.flac: best {min(seconds):.2f} s (runs: {every})")
     say(f"  text: {' '.join(runs[-1][1].split())[:100]}")
     python = wall([sys.executable, "-c", "pass"])[0]
-    split = json.loads(wall([sys.executable, "-c", SPLIT, JFK])[1])
+    split = json.loads(wall([sys.executable, "-c", SPLIT, JFK], env)[1])
     say(
         f"split (one fresh process): interpreter {python:.2f} s, imports {split['imports']:.2f} s, "
         f"engine {split['engine']:.2f} s, first transcription {split['first']:.2f} s "

@@ -89,7 +89,7 @@ class Engine:
         self.in_flight: LaunchedStep | None = None  # asynchronous scheduling: the step not yet read
         self._request_ids = itertools.count()
         # the first step's compiled kernels load while the first request is read
-        preload_kernels(self.runner, self.request_processing)
+        self.kernels_loading = preload_kernels(self.runner, self.request_processing)
 
     def _build_kv_cache(self) -> None:
         """Size the KV pools (from memory unless given), allocate them, capture decode graphs."""

@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ui(sub)
     _add_serve(sub)
     _add_download(sub)
+    _add_prepare(sub)
     add_batch_parser(sub)
     return parser
 
@@ -147,6 +148,24 @@ def _add_download(sub) -> None:
     dl.add_argument("model", help="hub id, e.g. facebook/bart-large-cnn or openai/whisper-small")
     dl.add_argument("--revision", default=None, help="branch, tag or commit")
     dl.add_argument("--to", default=None, help="a folder to put it in (default: the Hugging Face cache)")
+
+
+def _add_prepare(sub) -> None:
+    pr = sub.add_parser(
+        "prepare",
+        help="compile the CPU kernels and time the encoders now, so that a first run starts warm",
+    )
+    pr.add_argument(
+        "--model", action="append", default=None,
+        help="a model to prepare (repeatable; default: every offline model installed)",
+    )
+
+
+def run_prepare(args: argparse.Namespace) -> int:
+    from scriba.runtime.prepare import prepare
+
+    prepare(args.model)
+    return 0
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -323,6 +342,7 @@ COMMANDS = {
     "summarize": run_summarize,
     "ui": run_ui,
     "download": run_download,
+    "prepare": run_prepare,
     "serve": run_serve,
     "batch": run_batch,
 }
