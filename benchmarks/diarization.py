@@ -10,10 +10,12 @@ bundled readers (tests/data/speakers: LJ Speech and LibriSpeech 61; tests/data/m
 German and a Spanish LibriVox reader, their readings cut at pauses). Without `--data`, the
 bundled ones alone. `--meetings DIR`: real recordings, each `NAME.wav` with its reference turns
 `NAME.rttm` (`python -m benchmarks fetch-data --meetings DIR` downloads pyannote-audio's and
-Picovoice Falcon's test recordings). The error (diarization_error.py): missed speech, false alarm
-and confusion over the scored reference speech, a 0.25 s collar, overlaps not scored; pooled over
-each set's speech. Then the time: each conversation transcribed (tiny.en, the default) with and
-without `diarize=True`, and with word timestamps on both.
+Picovoice Falcon's test recordings). The error (diarization_error.py): missed speech, false
+alarm and confusion over the scored reference speech, a 0.25 s collar, overlaps not scored; pooled
+over each set's speech. With `--data`, its recordings of one speaker each (short/, longform/) and
+the bundled JFK clip are diarized too: how many come out as one voice. Then the time: each
+conversation transcribed (tiny.en, the default) with and without `diarize=True`, and with word
+timestamps on both.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import time
 import numpy as np
 
 from benchmarks.conversations import build, utterances
-from benchmarks.data import speech_set
+from benchmarks.data import JFK, speech_set
 from benchmarks.diarization_error import read_rttm, score
 from benchmarks.report import ROOT, Report, suite_parser
 
@@ -77,6 +79,24 @@ def scored(say, title: str, items) -> None:
         f"{title}: DER {missed + false + confused:.3f} (missed {missed:.3f}, false alarm {false:.3f}, "
         f"confusion {confused:.3f}) over {speech:.0f} s of speech; speaker counts right {right}/{len(items)}"
     )
+    say()
+
+
+def single_speakers(say, paths: list[str]) -> None:
+    """How many recordings of one voice are found as one: a count found too high on them splits
+    a monologue into speakers."""
+    from scriba.media.load import load_audio
+    from scriba.transcription.options import TranscribeOptions
+    from scriba.transcription.speaker_labels import find_speakers
+
+    options, split = TranscribeOptions(diarize=True), []
+    for path in paths:
+        found = len(find_speakers(load_audio(path), options).speakers)
+        if found != 1:
+            split.append(f"{os.path.basename(path)} ({found})")
+    right = len(paths) - len(split)
+    say(f"single-speaker recordings found as one voice: {right}/{len(paths)}"
+        + (f"; not: {', '.join(split)}" if split else ""))
     say()
 
 
@@ -134,6 +154,8 @@ def main(argv: list[str]) -> int:
     scored(say, "built conversations", built)
     if args.meetings:
         scored(say, "meetings", meetings(args.meetings))
+    if args.data and not args.smoke:
+        single_speakers(say, [JFK, *speech_set(args.data, "short")[0], *speech_set(args.data, "longform")[0]])
     timed(say, [wave for _, wave, _ in built], 1 if args.smoke else args.rounds)
     say.save(args.out)
     return 0
