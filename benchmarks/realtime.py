@@ -8,7 +8,8 @@ completed event (p50, p90); the gap between a turn's deltas while it is spoken (
 sessions kept up with real time (every turn completed within 3 s of its end, p90 within 1.5 s);
 sessions lost (a turn whose speech stopped never completed, or the socket closed); and the
 completed texts' word error rate against the clips' references, and against the offline
-transcribe() of each session's stream (the worst session's). A word is confirmed once two
+transcribe() of each session's stream (the worst session's); and how many clips' live texts (the
+turns nearest each clip) are within CLIP_WER of transcribe() of that clip alone. A word is confirmed once two
 transcriptions of its turn's tail, 1 s of audio apart, agree on it: the word-to-delta delay is that
 algorithm's, and grows with load.
 
@@ -47,6 +48,7 @@ from benchmarks.realtime_whisperlive import (
 from benchmarks.report import Report, suite_parser
 
 RATE, CHUNK = 24000, 0.1
+CLIP_WER = 0.12  # a clip's live text against transcribe() of the clip alone: the most that counts as equal
 
 
 def clips(data, seconds: float, offset: int) -> tuple[np.ndarray, list[tuple[float, float]], list[str]]:
@@ -156,6 +158,38 @@ def unfinished(result: dict) -> int:
     return len(stopped - done)
 
 
+def clip_texts(result: dict, spans: list[tuple[float, float]]) -> list[str]:
+    """Each clip's live text: the completed turns whose audio's middle lies nearest the clip's
+    span (a clip with a pause may come as two turns), in order."""
+    events = [e for e, _ in result["events"]]
+    starts = {e["item_id"]: e["audio_start_ms"] / 1000 for e in events
+              if e["type"] == "input_audio_buffer.speech_started"}
+    ends = {e["item_id"]: e["audio_end_ms"] / 1000 for e in events
+            if e["type"] == "input_audio_buffer.speech_stopped"}
+    texts: list[list[str]] = [[] for _ in spans]
+    for e in events:
+        item = e.get("item_id")
+        if e["type"].endswith("transcription.completed") and item in starts and spans:
+            middle = (starts[item] + ends.get(item, starts[item])) / 2
+            away = [max(low - middle, middle - high, 0.0) for low, high in spans]
+            texts[int(np.argmin(away))].append(e["transcript"])
+    return [" ".join(t) for t in texts]
+
+
+def offline_clips(stream16: np.ndarray, spans: list[tuple[float, float]], known: dict) -> list[str]:
+    """transcribe() of each clip alone (`known`: the clips already transcribed, by their audio)."""
+    import scriba
+
+    texts = []
+    for low, high in spans:
+        clip = stream16[int(round(low * 16000)) : int(round(high * 16000))]
+        key = clip.tobytes()
+        if key not in known:
+            known[key] = scriba.transcribe(clip, language="en").text
+        texts.append(known[key])
+    return texts
+
+
 def offline(stream16: np.ndarray) -> tuple[list[float], str]:
     """Where each word of the stream ends (offline word timestamps: the deltas' clock), and the
     stream's offline transcript (the WER the live one is compared with)."""
@@ -189,8 +223,22 @@ def p(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-def report(say: Report, n: int, results: list[dict], offline_texts: list[str], texts: list[list]) -> None:
+def clip_agreement(results: list[dict], streams: list, alone: list[list[str]]) -> str:
+    """How many clips' live texts are within CLIP_WER of transcribe() of the clip alone."""
+    rates = [
+        word_error_rate([offline], [live])
+        for result, (_, spans, _), clips_alone in zip(results, streams, alone)
+        for live, offline in zip(clip_texts(result, spans), clips_alone)
+    ]
+    within = sum(rate <= CLIP_WER for rate in rates)
+    worst = max(rates, default=float("nan"))
+    return f"clips within {CLIP_WER} of transcribe() of the clip {within}/{len(rates)}, worst {worst:.4f}"
+
+
+def report(say: Report, n: int, results: list[dict], offline_texts: list[str], streams: list,
+           alone: list[list[str]]) -> None:
     words, turns, gaps, kept, lost, hyp, ref = [], [], [], 0, 0, [], []
+    texts = [texts for _, _, texts in streams]
     for result, refs in zip(results, texts):
         w, t = delays(result)
         words, turns, gaps = words + w, turns + t, gaps + delta_gaps(result)
@@ -209,7 +257,7 @@ def report(say: Report, n: int, results: list[dict], offline_texts: list[str], t
         f"gap between deltas during speech p50 {p(gaps, 50):.2f} s; "
         f"real time {kept}/{n}; lost {lost}; WER {wer:.4f} (offline "
         f"transcribe() of the same audio {wer_offline:.4f}; the live text against it, worst session "
-        f"{from_offline:.4f})"
+        f"{from_offline:.4f}); {clip_agreement(results, streams, alone)}"
     )
 
 
@@ -227,7 +275,9 @@ async def run_level(say: Report, url: str, data, n: int, seconds: float):
     results = [
         r if isinstance(r, dict) else {"events": [], "word_ends": [], "error": repr(r)} for r in results
     ]
-    report(say, n, results, [text for _, text in heard], [texts for _, _, texts in streams])
+    known: dict = {}
+    alone = [offline_clips(stream, spans, known) for stream, spans, _ in streams]
+    report(say, n, results, [text for _, text in heard], streams, alone)
 
 
 async def run_peer_level(say: Report, url: str, data, n: int, seconds: float, model_path: str):

@@ -1,0 +1,25 @@
+"""The realtime suite's per-clip measure: which completed turns make each clip's live text."""
+
+from benchmarks.realtime import clip_texts
+
+
+def turn(item: str, start: float, end: float, text: str) -> list:
+    """A turn's events as the server sends them, with the benchmark's wall times."""
+    started = {"type": "input_audio_buffer.speech_started", "audio_start_ms": int(start * 1000)}
+    stopped = {"type": "input_audio_buffer.speech_stopped", "audio_end_ms": int(end * 1000)}
+    completed = {"type": "conversation.item.input_audio_transcription.completed", "transcript": text}
+    return [(dict(event, item_id=item), 0.0) for event in (started, stopped, completed)]
+
+
+def test_each_turn_goes_to_the_clip_it_lies_in_or_nearest():
+    spans = [(1.5, 6.0), (7.5, 12.0), (13.5, 15.0)]
+    events = (turn("a", 1.4, 3.9, "first half") + turn("b", 4.2, 6.5, "second half")
+              + turn("c", 7.4, 12.6, "the second clip") + turn("d", 12.9, 13.4, "late"))
+    texts = clip_texts({"events": events}, spans)
+    # "d": its middle (13.15) is 0.35 s before the third clip and 1.15 s after the second
+    assert texts == ["first half second half", "the second clip", "late"]
+
+
+def test_a_turn_never_completed_adds_nothing():
+    events = turn("a", 1.4, 3.9, "said")[:2]
+    assert clip_texts({"events": events}, [(1.5, 4.0)]) == [""]
