@@ -9,9 +9,10 @@ sessions kept up with real time (every turn completed within 3 s of its end, p90
 sessions lost (a turn whose speech stopped never completed, or the socket closed); and the
 completed texts' word error rate against the clips' references, and against the offline
 transcribe() of each session's stream (the worst session's); and how many clips' live texts (the
-turns nearest each clip) are within CLIP_WER of transcribe() of that clip alone. A word is confirmed once two
-transcriptions of its turn's tail, 1 s of audio apart, agree on it: the word-to-delta delay is that
-algorithm's, and grows with load.
+turns nearest each clip) are within CLIP_WER of transcribe() of that clip alone, and how many
+sessions' (their clips' texts joined). A word is confirmed once two transcriptions of its turn's
+tail, 1 s of audio apart, agree on it: the word-to-delta delay is that algorithm's, and grows with
+load.
 
     python -m benchmarks realtime [--data DIR] [--sessions 1,2,4,8] [--seconds 40] [--smoke] [--out FILE]
         [--whisperlive-python /tmp/wl/bin/python [--whisperlive-batch]]
@@ -224,15 +225,20 @@ def p(values: list[float], q: float) -> float:
 
 
 def clip_agreement(results: list[dict], streams: list, alone: list[list[str]]) -> str:
-    """How many clips' live texts are within CLIP_WER of transcribe() of the clip alone."""
-    rates = [
-        word_error_rate([offline], [live])
-        for result, (_, spans, _), clips_alone in zip(results, streams, alone)
-        for live, offline in zip(clip_texts(result, spans), clips_alone)
-    ]
-    within = sum(rate <= CLIP_WER for rate in rates)
-    worst = max(rates, default=float("nan"))
-    return f"clips within {CLIP_WER} of transcribe() of the clip {within}/{len(rates)}, worst {worst:.4f}"
+    """How many sessions' live texts, and how many clips', are within CLIP_WER of transcribe() of
+    their clips alone (a session's: its clips' texts joined)."""
+    sessions, clips = [], []
+    for result, (_, spans, _), clips_alone in zip(results, streams, alone):
+        live = clip_texts(result, spans)
+        sessions.append(word_error_rate([" ".join(clips_alone)], [" ".join(live)]))
+        clips += [word_error_rate([offline], [text]) for text, offline in zip(live, clips_alone)]
+
+    def within(rates: list[float]) -> str:
+        worst = max(rates, default=float("nan"))
+        return f"{sum(r <= CLIP_WER for r in rates)}/{len(rates)} (worst {worst:.4f})"
+
+    return (f"within {CLIP_WER} of transcribe() of each clip alone: sessions {within(sessions)}, "
+            f"clips {within(clips)}")
 
 
 def report(say: Report, n: int, results: list[dict], offline_texts: list[str], streams: list,
