@@ -162,7 +162,7 @@ def _add_prepare(sub) -> None:
 
 
 def run_prepare(args: argparse.Namespace) -> int:
-    from scriba.runtime.prepare import prepare
+    from scriba.transcription.prepare import prepare
 
     prepare(args.model)
     return 0
