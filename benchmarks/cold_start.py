@@ -20,9 +20,9 @@ process.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import importlib.util
 import subprocess
 import sys
 import tempfile
@@ -95,8 +95,8 @@ def main(argv: list[str]) -> int:
     say = Report("cold-start", argv)
     scriba = os.path.join(os.path.dirname(sys.executable), "scriba")
     say(f"torch's modules byte-compiled: {'yes' if byte_compiled() else 'no (each process compiles them)'}")
-    folder = tempfile.TemporaryDirectory(prefix="scriba-cold-")
-    env = prepared(say, scriba, folder.name) if args.empty_caches else None
+    folder = tempfile.TemporaryDirectory(prefix="scriba-cold-") if args.empty_caches else None
+    env = prepared(say, scriba, folder.name) if folder else None
     runs = [wall([scriba, "transcribe", JFK], env) for _ in range(runs_asked)]
     seconds = [s for s, _ in runs]
     every = ", ".join(f"{s:.2f}" for s in seconds)

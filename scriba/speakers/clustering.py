@@ -20,10 +20,9 @@ MAX_SPEAKERS = 8  # the most voices the eigengap may find when no bound is given
 # would join a voice heard in fewer pieces to a bigger one.
 MAX_NEIGHBOURS = 0.25
 KMEANS_STARTS = 5
-# Average cosine distance between two voices' turns that makes them one. One voice's turns lie
-# within 0.33 of each other on the dev recordings (the most: JFK's crowd-noisy 1961 speech, 0.325,
-# three voices at 0.32); two similar readers' (LibriSpeech 61 and the German LibriVox reader) from
-# 0.356 (0.36 merged them: built conversations' DER 0.035 -> 0.075; 0.4: 0.16).
+# Average cosine distance between two voices' turns that makes them one: between the farthest turns
+# of one voice on the dev recordings (a crowd-noisy old recording's) and the nearest two similar
+# readers' (LibriSpeech 61 and the German LibriVox reader); the figures are in docs/decisions.md.
 MERGE_DISTANCE = 0.34
 
 

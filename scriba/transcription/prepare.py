@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-SAMPLE_RATE = 16000
+from scriba.media.load import SAMPLE_RATE
 
 
 def prepare(models: Sequence[str] | None = None, say: Callable[[str], None] = print) -> None:
