@@ -4,10 +4,10 @@ over /v1/realtime?intent=transcription to `scriba serve` (its own process, serve
 
 Printed per N: the delay from the end of a spoken word to the delta that confirms it, and from
 the end of a turn (speech_stopped's audio_end_ms: the silence that ends it included) to its
-completed event (p50, p90); the gap between a turn's deltas while it is spoken (p50); how many
-sessions kept up with real time (every turn completed within 3 s of its end, p90 within 1.5 s);
-sessions lost (a turn whose speech stopped never completed, or the socket closed); and the
-completed texts' word error rate against the clips' references, and against the offline
+completed event (p50, p90); the gap between a turn's deltas while it is spoken (p50), and how many
+turns had one; how many sessions kept up with real time (every turn completed within 3 s of its
+end, p90 within 1.5 s); sessions lost (a turn whose speech stopped never completed, or the socket
+closed); and the completed texts' word error rate against the clips' references, and against the offline
 transcribe() of each session's stream (the worst session's); and how many clips' live texts (the
 turns nearest each clip) are within CLIP_WER of transcribe() of that clip alone, and how many
 sessions' (their clips' texts joined). A word is confirmed once two transcriptions of its turn's
@@ -151,6 +151,22 @@ def delta_gaps(result: dict) -> list[float]:
     return gaps
 
 
+def turns_with_deltas(result: dict) -> tuple[int, int]:
+    """(turns that had a delta while spoken, turns spoken): the gap's p50 covers only the first;
+    under load a short turn may end before any pass confirmed a word (its text comes completed)."""
+    spoken, live, open_turns = set(), set(), set()
+    for event, _ in result["events"]:
+        kind, item = event["type"], event.get("item_id")
+        if kind == "input_audio_buffer.speech_started":
+            spoken.add(item)
+            open_turns.add(item)
+        elif kind == "input_audio_buffer.speech_stopped":
+            open_turns.discard(item)
+        elif kind.endswith("input_audio_transcription.delta") and item in open_turns:
+            live.add(item)
+    return len(live), len(spoken)
+
+
 def unfinished(result: dict) -> int:
     """Turns whose speech stopped but whose text never came."""
     events = [e for e, _ in result["events"]]
@@ -244,10 +260,12 @@ def clip_agreement(results: list[dict], streams: list, alone: list[list[str]]) -
 def report(say: Report, n: int, results: list[dict], offline_texts: list[str], streams: list,
            alone: list[list[str]]) -> None:
     words, turns, gaps, kept, lost, hyp, ref = [], [], [], 0, 0, [], []
+    live = spoken = 0
     texts = [texts for _, _, texts in streams]
     for result, refs in zip(results, texts):
         w, t = delays(result)
         words, turns, gaps = words + w, turns + t, gaps + delta_gaps(result)
+        live, spoken = (a + b for a, b in zip((live, spoken), turns_with_deltas(result)))
         done = [e["transcript"] for e, _ in result["events"] if e["type"].endswith("transcription.completed")]
         if isinstance(result.get("error"), str) or unfinished(result) or not t:
             lost += 1
@@ -260,7 +278,8 @@ def report(say: Report, n: int, results: list[dict], offline_texts: list[str], s
     say(
         f"{n:2d} sessions: word end -> delta p50 {p(words, 50):.2f} s, p90 {p(words, 90):.2f} s; "
         f"turn end -> completed p50 {p(turns, 50):.2f} s, p90 {p(turns, 90):.2f} s; "
-        f"gap between deltas during speech p50 {p(gaps, 50):.2f} s; "
+        f"gap between deltas during speech p50 {p(gaps, 50):.2f} s (turns with a delta while "
+        f"spoken {live}/{spoken}); "
         f"real time {kept}/{n}; lost {lost}; WER {wer:.4f} (offline "
         f"transcribe() of the same audio {wer_offline:.4f}; the live text against it, worst session "
         f"{from_offline:.4f}); {clip_agreement(results, streams, alone)}"

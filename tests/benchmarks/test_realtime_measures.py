@@ -1,6 +1,6 @@
 """The realtime suite's per-clip measure: which completed turns make each clip's live text."""
 
-from benchmarks.realtime import clip_texts
+from benchmarks.realtime import clip_texts, turns_with_deltas
 
 
 def turn(item: str, start: float, end: float, text: str) -> list:
@@ -23,3 +23,14 @@ def test_each_turn_goes_to_the_clip_it_lies_in_or_nearest():
 def test_a_turn_never_completed_adds_nothing():
     events = turn("a", 1.4, 3.9, "said")[:2]
     assert clip_texts({"events": events}, [(1.5, 4.0)]) == [""]
+
+
+def delta(item: str, text: str) -> tuple:
+    return {"type": "conversation.item.input_audio_transcription.delta", "item_id": item, "delta": text}, 0.0
+
+
+def test_turns_with_deltas_counts_only_deltas_sent_while_the_turn_is_spoken():
+    a, b, c = turn("a", 1.0, 3.0, "one two"), turn("b", 4.0, 6.0, "three"), turn("c", 7.0, 8.0, "four")
+    # a: a delta while spoken; b: its only delta after its speech stopped; c: none
+    events = [a[0], delta("a", "one"), *a[1:], *b[:2], delta("b", "three"), b[2], *c]
+    assert turns_with_deltas({"events": events}) == (1, 3)
