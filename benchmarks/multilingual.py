@@ -2,7 +2,8 @@
 the same weights (the offline `base`: pip install 'scriba[multilingual]' and the bench extra).
 
     python -m benchmarks multilingual [--data DIR] [--english DIR] [--smoke]
-        [--peers-python PEERS --openvino-models OV] [--out benchmarks/results/multilingual_base.tsv]
+        [--peers-python PEERS --openvino-models OV] [--vllm VLLM --vllm-model HF_BASE]
+        [--out benchmarks/results/multilingual_base.tsv]
 
 The data: a MANIFEST.tsv with the columns `file`, `language`, `reference_text` and, where a clip
 has one, `english_translation` (the layout of tests/data/multilingual, the default and the smoke
@@ -12,7 +13,9 @@ language detected (none given), greedy, timestamps on, each system's defaults ot
 (Scriba: Silero VAD for clips over 30 s; faster-whisper: beam_size=1, no VAD). Scriba runs in
 float32 and in its CPU default (int8); faster-whisper in float32 and int8, its sampled
 fallbacks seeded; with PEERS and OV (benchmarks/README.md: OpenVINO GenAI's environment and the
-exported models), OpenVINO GenAI int8 (no temperature fallback; its own long-form loop).
+exported models), OpenVINO GenAI int8 (no temperature fallback; its own long-form loop); with
+VLLM and HF_BASE (benchmarks/server.py's setup; `python -m benchmarks export-hf base HF_BASE`),
+vLLM's CPU server in float32 (temperature 0, no fallback; long clips cut by its server).
 Prints per system: the seconds, the languages detected right, per language the error rate
 (WER; CER for Japanese and Chinese; Whisper's basic normalizer on both sides) and their mean
 over the languages but English; then the clips with an English reference translated
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import os
+import subprocess
 import time
 
 import torch
@@ -128,6 +132,44 @@ def openvino_system(python: str, folder: str, clips: list[dict]):
     return run
 
 
+def vllm_system(vllm: str, folder: str):
+    """vLLM's CPU server (`vllm serve FOLDER`, float32) on the same weights exported to a Hugging
+    Face folder (python -m benchmarks export-hf base FOLDER): each clip one request to
+    /v1/audio/transcriptions (language detected: verbose_json names it) or /v1/audio/translations,
+    temperature 0 as the other systems' first try; long clips cut as vLLM's server cuts them.
+    `run.stop()` ends the server."""
+    import httpx
+
+    from benchmarks.server import free_port, wait_ready
+
+    server: list[subprocess.Popen] = []  # started at the first request (the others run alone)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+
+    def start() -> None:
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_TARGET_DEVICE": "cpu"}
+        command = [vllm, "serve", folder, "--port", str(port), "--dtype", "float32"]
+        command += ["--served-model-name", "whisper"]
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        server.append(subprocess.Popen(command, env=env, **quiet))
+        wait_ready(base, server[0], timeout=600)
+
+    def run(path: str, task: str = "transcribe") -> tuple[str, str]:
+        if not server:
+            start()
+        route = "transcriptions" if task == "transcribe" else "translations"
+        with open(path, "rb") as f:
+            files = {"file": (os.path.basename(path), f.read())}
+        data = {"model": "whisper", "temperature": "0", "response_format": "verbose_json"}
+        response = httpx.post(f"{base}/v1/audio/{route}", files=files, data=data, timeout=600)
+        response.raise_for_status()
+        out = response.json()
+        return out.get("language"), out["text"].strip()
+
+    run.stop = lambda: server and server[0].terminate()
+    return run
+
+
 def systems(say, smoke: bool, clips: list[dict], python: str | None, openvino: str | None) -> dict:
     found = {"Scriba default": scriba_system()}  # on a CPU: int8
     if not smoke:
@@ -213,6 +255,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--smoke", action="store_true", help="one short clip, two systems")
     parser.add_argument("--peers-python", default=None, help="the Python with openvino-genai")
     parser.add_argument("--openvino-models", default=None, help="the exported models' folder (base/ in it)")
+    parser.add_argument("--vllm", default=None, help="the vllm command of a venv with vllm-cpu")
+    parser.add_argument("--vllm-model", default=None, help="base exported to a Hugging Face folder")
     parser.add_argument("--out", default=None, help="write the per-language figures (TSV) here")
     args = parser.parse_args(argv)
     say = Report("multilingual", argv)
@@ -221,10 +265,15 @@ def main(argv: list[str]) -> int:
         clips = sorted(clips, key=lambda c: os.path.getsize(c["path"]))[:1]
     say(f"torch {torch.get_num_threads()} threads; {len(clips)} clips")
     rows = []
-    for name, run in systems(say, args.smoke, clips, args.peers_python, args.openvino_models).items():
+    found = systems(say, args.smoke, clips, args.peers_python, args.openvino_models)
+    if args.vllm and args.vllm_model and not args.smoke:
+        found["vLLM CPU float32"] = vllm_system(args.vllm, args.vllm_model)
+    for name, run in found.items():
         rows += measure(say, name, run, clips)
         if not args.smoke:
             rows += translations(say, name, run, clips, rows[-1]["seconds"])
+        if hasattr(run, "stop"):
+            run.stop()
     if args.out:
         with open(args.out, "w", newline="") as f:
             f.write("\n".join(say.lines[:3]) + "\n")  # the header: command, commit, versions, host
