@@ -134,10 +134,11 @@ def openvino_system(python: str, folder: str, clips: list[dict]):
 
 def vllm_system(vllm: str, folder: str):
     """vLLM's CPU server (`vllm serve FOLDER`, float32) on the same weights exported to a Hugging
-    Face folder (python -m benchmarks export-hf base FOLDER): each clip one request to
-    /v1/audio/transcriptions (language detected: verbose_json names it) or /v1/audio/translations,
-    temperature 0 as the other systems' first try; long clips cut as vLLM's server cuts them.
-    `run.stop()` ends the server."""
+    Face folder (python -m benchmarks export-hf base FOLDER): each clip a request to
+    /v1/audio/transcriptions or /v1/audio/translations, temperature 0 as the other systems' first
+    try; long clips cut as vLLM's server cuts them. Its verbose_json keeps only a long clip's last
+    piece (vLLM 0.32), so the text is json's and the language detected a second, verbose_json
+    request's (its seconds count both). `run.stop()` ends the server."""
     import httpx
 
     from benchmarks.server import free_port, wait_ready
@@ -158,13 +159,17 @@ def vllm_system(vllm: str, folder: str):
         if not server:
             start()
         route = "transcriptions" if task == "transcribe" else "translations"
+        text = ask(route, path, "json")["text"]
+        language = ask(route, path, "verbose_json").get("language") if task == "transcribe" else None
+        return language, text.strip()
+
+    def ask(route: str, path: str, response_format: str) -> dict:
         with open(path, "rb") as f:
             files = {"file": (os.path.basename(path), f.read())}
-        data = {"model": "whisper", "temperature": "0", "response_format": "verbose_json"}
+        data = {"model": "whisper", "temperature": "0", "response_format": response_format}
         response = httpx.post(f"{base}/v1/audio/{route}", files=files, data=data, timeout=600)
         response.raise_for_status()
-        out = response.json()
-        return out.get("language"), out["text"].strip()
+        return response.json()
 
     run.stop = lambda: server and server[0].terminate()
     return run
