@@ -134,37 +134,38 @@ def delays(result: dict) -> tuple[list[float], list[float]]:
     return word_delays, turn_delays
 
 
-def delta_gaps(result: dict) -> list[float]:
-    """Seconds between a turn's deltas while it is spoken (from its speech_started event to each
-    delta, then delta to delta, until its speech_stopped event): how live the text feels."""
-    gaps, last, open_turns = [], {}, set()
+def spoken_deltas(result: dict) -> tuple[dict, list[tuple[str, float]]]:
+    """(each turn's speech_started wall time, the (turn, wall time) of each delta sent while its
+    turn was spoken: after speech_started, before speech_stopped)."""
+    started, deltas, open_turns = {}, [], set()
     for event, at in result["events"]:
         kind, item = event["type"], event.get("item_id")
         if kind == "input_audio_buffer.speech_started":
-            last[item] = at
+            started[item] = at
             open_turns.add(item)
         elif kind == "input_audio_buffer.speech_stopped":
             open_turns.discard(item)
         elif kind.endswith("input_audio_transcription.delta") and item in open_turns:
-            gaps.append(at - last[item])
-            last[item] = at
+            deltas.append((item, at))
+    return started, deltas
+
+
+def delta_gaps(result: dict) -> list[float]:
+    """Seconds between a turn's deltas while it is spoken (from its speech_started event to each
+    delta, then delta to delta, until its speech_stopped event): how live the text feels."""
+    last, deltas = spoken_deltas(result)
+    gaps = []
+    for item, at in deltas:
+        gaps.append(at - last[item])
+        last[item] = at
     return gaps
 
 
 def turns_with_deltas(result: dict) -> tuple[int, int]:
     """(turns that had a delta while spoken, turns spoken): the gap's p50 covers only the first;
     under load a short turn may end before any pass confirmed a word (its text comes completed)."""
-    spoken, live, open_turns = set(), set(), set()
-    for event, _ in result["events"]:
-        kind, item = event["type"], event.get("item_id")
-        if kind == "input_audio_buffer.speech_started":
-            spoken.add(item)
-            open_turns.add(item)
-        elif kind == "input_audio_buffer.speech_stopped":
-            open_turns.discard(item)
-        elif kind.endswith("input_audio_transcription.delta") and item in open_turns:
-            live.add(item)
-    return len(live), len(spoken)
+    started, deltas = spoken_deltas(result)
+    return len({item for item, _ in deltas}), len(started)
 
 
 def unfinished(result: dict) -> int:

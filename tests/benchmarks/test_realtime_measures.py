@@ -1,6 +1,6 @@
 """The realtime suite's per-clip measure: which completed turns make each clip's live text."""
 
-from benchmarks.realtime import clip_texts, turns_with_deltas
+from benchmarks.realtime import clip_texts, delta_gaps, turns_with_deltas
 
 
 def turn(item: str, start: float, end: float, text: str) -> list:
@@ -34,3 +34,11 @@ def test_turns_with_deltas_counts_only_deltas_sent_while_the_turn_is_spoken():
     # a: a delta while spoken; b: its only delta after its speech stopped; c: none
     events = [a[0], delta("a", "one"), *a[1:], *b[:2], delta("b", "three"), b[2], *c]
     assert turns_with_deltas({"events": events}) == (1, 3)
+
+
+def test_delta_gaps_run_from_speech_started_through_the_deltas_sent_while_spoken():
+    started = ({"type": "input_audio_buffer.speech_started", "item_id": "a", "audio_start_ms": 0}, 1.0)
+    stopped = ({"type": "input_audio_buffer.speech_stopped", "item_id": "a", "audio_end_ms": 4000}, 5.0)
+    first, second, late = delta("a", "one"), delta("a", " two"), delta("a", " three")
+    events = [started, (first[0], 2.5), (second[0], 3.0), stopped, (late[0], 6.0)]
+    assert delta_gaps({"events": events}) == [1.5, 0.5]
