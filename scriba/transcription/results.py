@@ -66,7 +66,8 @@ class Transcription:
     speakers: list[Speaker] | None = None  # with diarize=True, in order of their first words
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """As plain data, its times to the millisecond (17.9, not 17.900000000000002)."""
+        return _times_rounded(asdict(self))
 
 
 @dataclass
@@ -83,6 +84,19 @@ class WindowResult:
     language_probability: float | None
     token_times: list[float] | None = None  # with word timestamps: seconds into the window
     token_probs: list[float] | None = None
+
+
+TIME_FIELDS = frozenset({"start", "end", "duration", "speech_duration", "speaking_time"})
+
+
+def _times_rounded(data):
+    """`data` (asdict's dicts and lists) with every time field rounded to the millisecond."""
+    if isinstance(data, list):
+        return [_times_rounded(x) for x in data]
+    if not isinstance(data, dict):
+        return data
+    return {k: round(v, 3) if k in TIME_FIELDS and isinstance(v, float) else _times_rounded(v)
+            for k, v in data.items()}
 
 
 def compression_ratio(text: str) -> float:

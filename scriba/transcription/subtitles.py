@@ -15,6 +15,9 @@ from scriba.transcription.results import Segment, Word
 
 LONG_PAUSE = 3.0  # seconds between words that start a new cue when lines are packed across segments
 UNLIMITED = 1000  # openai-whisper's stand-in for a limit not given
+# A cue whose words were given no time of their own (a word aligned to a point) still shows for this
+# long: a player skips a cue of no length, and its words with it.
+MIN_CUE_SECONDS = 0.2
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ def cues(segments: list[Segment], options: SubtitleOptions | None = None) -> lis
     per segment; the text after its speaker's label when diarized."""
     options = options or SubtitleOptions()
     if not segments or any(s.words is None for s in segments):
-        return [(s.start, s.end, labelled(s.text.strip(), s.speaker)) for s in segments]
+        return well_formed([(s.start, s.end, labelled(s.text.strip(), s.speaker)) for s in segments])
     out = []
     for cue in _packed(segments, options):
         texts = [text for _, text in cue]
@@ -62,6 +65,22 @@ def cues(segments: list[Segment], options: SubtitleOptions | None = None) -> lis
             out.append((cue[0][0].start, cue[-1][0].end, labelled("".join(texts), speaker)))
             continue
         out += [(a, b, labelled(text, speaker)) for a, b, text in _highlighted(cue, texts)]
+    return well_formed(out)
+
+
+def well_formed(cues_: list[tuple[float, float, str]], after: float = 0.0) -> list[tuple[float, float, str]]:
+    """The cues in order with their times to the millisecond, none with empty text, each starting
+    no earlier than the cue before it ends, and none of no length (it shows for MIN_CUE_SECONDS).
+    `after`: where the cue before these ended, so that cues made a segment at a time come out as
+    those of the whole transcript. Cues that are already so come out unchanged."""
+    out, last = [], _millis(after)
+    for a, b, text in cues_:
+        if not text.strip():
+            continue
+        start = max(_millis(a), last)
+        end = _millis(b) if _millis(b) > start else start + _millis(MIN_CUE_SECONDS)
+        out.append((start / 1000.0, end / 1000.0, text))
+        last = end
     return out
 
 

@@ -8,7 +8,7 @@ import os
 import re
 
 from scriba.transcription.results import Transcription
-from scriba.transcription.subtitles import SubtitleOptions, cues, labelled
+from scriba.transcription.subtitles import SubtitleOptions, cues, labelled, well_formed
 
 FORMATS = ("txt", "srt", "vtt", "tsv", "lrc", "json")
 LINE_FORMATS = ("srt", "vtt")  # the formats whose cues follow SubtitleOptions
@@ -66,13 +66,13 @@ def stream_transcript(segments, fmt: str, subtitles: SubtitleOptions | None = No
         yield _HEADS.get(fmt, "") + _cue_text(fmt, cues(list(segments), subtitles))
         return
     yield _HEADS.get(fmt, "")
-    number = 0
+    number, last = 0, 0.0
     for segment in segments:
         if fmt in _LINES:
             yield _LINES[fmt](segment)
             continue
-        for cue in cues([segment], subtitles):
-            number += 1
+        for cue in well_formed(cues([segment], subtitles), after=last):
+            number, last = number + 1, cue[1]
             yield _srt_cue(number, *cue) if fmt == "srt" else _vtt_cue(*cue)
 
 
