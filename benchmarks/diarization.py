@@ -12,7 +12,9 @@ bundled ones alone. `--meetings DIR`: real recordings, each `NAME.wav` with its 
 `NAME.rttm` (`python -m benchmarks fetch-data --meetings DIR` downloads pyannote-audio's and
 Picovoice Falcon's test recordings). The error (diarization_error.py): missed speech, false
 alarm and confusion over the scored reference speech, a 0.25 s collar, overlaps not scored; pooled
-over each set's speech. With `--data`, its recordings of one speaker each (short/, longform/) and
+over each set's speech. Each recording is scored three ways: the diarizer's own turns, and what
+people read, the segments of `transcribe(diarize=True)` and its words with `word_timestamps=True`.
+With `--data`, its recordings of one speaker each (short/, longform/) and
 the bundled JFK clip are diarized too: how many come out as one voice. Then the time: each
 conversation transcribed (tiny.en, the default) with and without `diarize=True`, and with word
 timestamps on both.
@@ -51,34 +53,53 @@ def meetings(folder: str) -> list[tuple[str, object, list]]:
     return found
 
 
-def scored(say, title: str, items) -> None:
-    """Each item's DER and speaker count, then the pooled DER and the counts right."""
+VIEWS = ("turns", "segments", "words")  # the diarizer's own turns; what people read: segments, words
+
+
+def views(wave) -> dict[str, list[tuple[float, float, str]]]:
+    """(start, end, speaker) in each view of one recording: the diarizer's turns (find_speakers),
+    the segments of transcribe(diarize=True) and the words of the same with word_timestamps=True."""
     from scriba.transcription.options import TranscribeOptions
     from scriba.transcription.speaker_labels import find_speakers
+    from scriba.transcription.transcribe import transcribe
 
-    options = TranscribeOptions(diarize=True)
+    found = find_speakers(wave, TranscribeOptions(diarize=True))
+    segments = transcribe(wave, diarize=True).segments
+    worded = transcribe(wave, diarize=True, word_timestamps=True).segments
+    return {
+        "turns": [(t.start, t.end, t.speaker) for t in found.turns],
+        "segments": [(x.start, x.end, x.speaker) for x in segments],
+        "words": [(w.start, w.end, w.speaker) for x in worded for w in x.words],
+    }
+
+
+def scored(say, title: str, items) -> None:
+    """Each item's DER in each view and its speaker count as the transcript labels it, then
+    each view's pooled DER (missed, false alarm, confusion) and counts right."""
     say(f"{title}: {len(items)} recordings")
-    columns = [("seconds", 8), ("speakers", 9), ("found", 6), ("DER", 7)]
-    columns += [("missed", 7), ("false", 7), ("confused", 9)]
+    columns = [("seconds", 8), ("speakers", 9), ("found", 6), *((f"DER {v}", 13) for v in VIEWS)]
     say(f"{'recording':<22} " + " ".join(f"{name:>{width}}" for name, width in columns))
-    totals, right = [0.0, 0.0, 0.0, 0.0], 0
+    totals = {v: np.zeros(4) for v in VIEWS}
+    right = dict.fromkeys(VIEWS, 0)
     for name, wave, reference in items:
-        found = find_speakers(wave, options)
-        s = score(reference, [(t.start, t.end, t.speaker) for t in found.turns])
+        found, ders = views(wave), []
         speakers = len({who for _, _, who in reference})
-        right += speakers == len(found.speakers)
-        for k, part in enumerate((s.missed, s.false_alarm, s.confusion, 1.0)):
-            totals[k] += part * s.speech
+        for view in VIEWS:
+            s = score(reference, found[view])
+            totals[view] += np.array([s.missed, s.false_alarm, s.confusion, 1.0]) * s.speech
+            right[view] += speakers == len({who for _, _, who in found[view]})
+            ders.append(s.der)
+        counted = len({who for _, _, who in found["segments"]})
+        say(f"{name:<22} {len(wave) / 16000:8.1f} {speakers:9d} {counted:6d} "
+            + " ".join(f"{d:13.3f}" for d in ders))
+    for view in VIEWS:
+        speech = max(totals[view][3], 1e-9)
+        missed, false, confused = totals[view][:3] / speech
         say(
-            f"{name:<22} {len(wave) / 16000:8.1f} {speakers:9d} {len(found.speakers):6d} {s.der:7.3f} "
-            f"{s.missed:7.3f} {s.false_alarm:7.3f} {s.confusion:9.3f}"
+            f"{title}, {view}: DER {missed + false + confused:.3f} (missed {missed:.3f}, false alarm "
+            f"{false:.3f}, confusion {confused:.3f}) over {speech:.0f} s of speech; "
+            f"speaker counts right {right[view]}/{len(items)}"
         )
-    speech = max(totals[3], 1e-9)
-    missed, false, confused = (t / speech for t in totals[:3])
-    say(
-        f"{title}: DER {missed + false + confused:.3f} (missed {missed:.3f}, false alarm {false:.3f}, "
-        f"confusion {confused:.3f}) over {speech:.0f} s of speech; speaker counts right {right}/{len(items)}"
-    )
     say()
 
 

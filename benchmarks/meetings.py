@@ -2,7 +2,8 @@
 laid out as the diarization suite's `--meetings` folder: NAME.wav beside NAME.rttm.
 
 - pyannote-audio (MIT), tests/data: fourteen 30 s excerpts of meetings, 1-4 speakers, short turns
-  and overlaps, their turns in debug.{development,test,train}.rttm;
+  and overlaps, their turns in debug.{development,test,train}.rttm; and src/pyannote/audio/sample:
+  sample.wav, a 30 s telephone call of two people (Diane and Sheila), with sample.rttm;
 - Picovoice Falcon (Apache-2.0), resources/audio_samples/test.wav: 18.6 s, three speakers, its
   turns from the repository's resources/.test/test_data.json (written below).
 """
@@ -20,6 +21,7 @@ PYANNOTE_FILES = {  # the name the RTTM gives -> the file in tests/data
     "trn00": "trñ00.wav",
 }
 PYANNOTE_RTTMS = [f"debug.{part}.rttm" for part in ("development", "test", "train")]
+PYANNOTE_SAMPLE = "src/pyannote/audio/sample/sample"  # .wav and .rttm: the phone call
 FALCON = "https://raw.githubusercontent.com/Picovoice/falcon/3085c22ac0ea3d602efb765f51212aa1565c9b47"
 FALCON_TURNS = [(1.7, 3.9, "speaker_1"), (6.2, 11.1, "speaker_2"), (12.8, 18.0, "speaker_3")]
 
@@ -35,6 +37,8 @@ def fetch_meetings(out: str) -> None:
     quote = urllib.parse.quote
     audio = {name: _get(f"{PYANNOTE}/tests/data/{quote(file)}") for name, file in PYANNOTE_FILES.items()}
     rttm = "".join(_get(f"{PYANNOTE}/tests/data/{name}").decode() for name in PYANNOTE_RTTMS)
+    audio["sample"] = _get(f"{PYANNOTE}/{PYANNOTE_SAMPLE}.wav")
+    rttm += _get(f"{PYANNOTE}/{PYANNOTE_SAMPLE}.rttm").decode()
     audio["falcon_test"] = _get(f"{FALCON}/resources/audio_samples/test.wav")
     falcon = "".join(
         f"SPEAKER falcon_test 1 {a:.3f} {b - a:.3f} <NA> <NA> {s} <NA> <NA>\n" for a, b, s in FALCON_TURNS
