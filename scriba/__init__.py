@@ -1,7 +1,8 @@
 """Scriba: a paged encoder/decoder inference engine for Whisper and BART.
 
-Public names: transcribe, summarize, unload, loaded_models, Engine, EngineConfig, SamplingParams, the
-prompt types and outputs.
+Public names: transcribe, transcribe_stream, summarize, the voice library (remember_voice,
+forget_voice, kept_voices), unload, loaded_models, Engine, EngineConfig, SamplingParams, the prompt
+types and outputs.
 They are imported on first use, so `import scriba` is quick and torch loads only when needed.
 """
 
@@ -21,6 +22,9 @@ _EXPORTS = {
     "TranscriptionInfo": "scriba.transcription.stream",
     "TranscribeOptions": "scriba.transcription.options",
     "summarize": "scriba.summarization.summarize",
+    "remember_voice": "scriba.transcription.kept_voices",
+    "forget_voice": "scriba.transcription.kept_voices",
+    "kept_voices": "scriba.transcription.kept_voices",
     "unload": "scriba.runtime.loops",
     "loaded_models": "scriba.runtime.loops",
     "Transcription": "scriba.transcription.results",

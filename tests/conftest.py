@@ -1,11 +1,15 @@
 import os
 import sys
+import tempfile
 
 # Under pytest-xdist (CI runs two workers on two cores) each worker computes on one thread: two
 # workers of two threads each on two cores would contend. Set before torch is first imported.
 if "PYTEST_XDIST_WORKER" in os.environ:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+# The voice library (scriba voices) in a folder of the run's own: no test reads or writes a user's.
+os.environ["SCRIBA_DATA"] = tempfile.mkdtemp(prefix="scriba-data-")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -11,6 +11,7 @@ from scriba.transcription.language_vote import LanguageVote
 from scriba.transcription.options import TranscribeOptions
 from scriba.transcription.results import Segment, Transcription, WindowResult
 from scriba.transcription.segmenting import coverage, split_segments
+from scriba.transcription.speech_times import place_on_speech, speech_edges
 from scriba.transcription.vad import speech_and_pauses, speech_probabilities
 from scriba.transcription.window_decoder import Window, WindowDecoder
 from scriba.transcription.windows import SpeechMap
@@ -33,11 +34,12 @@ class FileTranscription:
         self.vad = not self.clips and (
             len(wave) > WINDOW_SAMPLES if o.vad_filter is None else bool(o.vad_filter)
         )
-        self.speech_probs = None  # Silero's, when VAD ran (diarization reads them again)
+        # Silero's speech probabilities: VAD's, diarization's, and where the times are placed
+        self.speech_probs = speech_probabilities(wave) if o.timestamps or self.vad or o.diarize else None
+        self.speech = None if self.speech_probs is None else speech_edges(self.speech_probs, len(wave))
         if self.clips:
             self.map = SpeechMap.clips(o.clip_timestamps, len(wave))
         elif self.vad:
-            self.speech_probs = speech_probabilities(wave)
             self.map = SpeechMap(*speech_and_pauses(wave, o.vad_parameters, self.speech_probs))
         else:
             self.map = SpeechMap.whole(len(wave))
@@ -85,6 +87,9 @@ class FileTranscription:
                     w.start, w.end = self.map.to_original(w.start), self.map.to_original(w.end, is_end=True)
                     w.end = max(w.end, w.start)
                 s.start, s.end = s.words[0].start, s.words[-1].end
+        if self.speech is not None:
+            bounds = self.map.span_to_original(window.offset, window.offset + window.seconds, margin=0.0)
+            place_on_speech(new, self.speech, bounds)
         self.segments += new
         self.held += new
         return new, advance

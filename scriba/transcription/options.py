@@ -45,7 +45,9 @@ class TranscribeOptions:
     `diarize`: who spoke when (speaker_labels.py): segments and words get `speaker`, a segment is
     split where the speaker changes, the result lists `speakers`; `num_speakers` (exactly), or
     `min_speakers` / `max_speakers` (bounds; found from the voices when not given);
-    `known_speakers`: {name: a short clip of that speaker} names the voices that match;
+    `known_speakers`: {name: a short clip of that speaker} names the voices that match, beside
+    the voices kept in the user's voice library (`scriba voices add`; kept_voices.py) unless
+    `use_voice_library` is False;
     `speaker_model`: another speaker embedding (a SpeechBrain hub model's name, or a function;
     scriba/speakers/encoders.py), the bundled Resemblyzer encoder when None.
     `hallucination_silence_threshold` (seconds; word alignment runs for it): an improbable segment
@@ -86,6 +88,7 @@ class TranscribeOptions:
     min_speakers: int | None = None
     max_speakers: int | None = None
     known_speakers: Mapping[str, Any] | None = None
+    use_voice_library: bool = True
     speaker_model: Any = None
     hallucination_silence_threshold: float | None = None
     language_detection_threshold: float = THRESHOLD

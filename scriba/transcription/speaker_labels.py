@@ -13,9 +13,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from scriba.media.load import AudioError, load_audio
 from scriba.speakers.assign import speakers_of
-from scriba.speakers.diarize import Diarization, diarize, voice_of
+from scriba.speakers.diarize import Diarization, diarize
 from scriba.transcription.results import Segment, Speaker, Transcription
 from scriba.transcription.vad import VadOptions, chunks_of, speech_probabilities
 
@@ -24,22 +23,10 @@ SPEECH = VadOptions(min_silence_duration_ms=300, speech_pad_ms=200)
 BLIP_SECONDS = 0.5  # one word this short, between two words of one other speaker, is theirs
 
 
-def known_voices(known: dict | None, encoder=None) -> dict[str, np.ndarray] | None:
-    """name -> voice of each reference clip; a clip that is not audio is a one-line error."""
-    if not known:
-        return None
-    voices = {}
-    for name, clip in known.items():
-        try:
-            voices[name] = voice_of(load_audio(clip), encoder)
-        except (AudioError, ValueError, TypeError, OSError) as e:
-            raise ValueError(f"known speaker {name!r}: the reference clip is not usable ({e})") from None
-    return voices
-
-
 def find_speakers(wave: np.ndarray, o, probs=None, voices=None, encoder=None) -> Diarization:
     """Who spoke when in `wave`. `probs`: Silero's speech probabilities of it, when transcription
-    computed them; `voices`: known_voices(); `encoder`: speaker_encoder(o.speaker_model)."""
+    computed them; `voices`: name -> voice (kept_voices.speaker_voices); `encoder`:
+    speaker_encoder(o.speaker_model)."""
     probs = speech_probabilities(wave) if probs is None else probs
     spans = chunks_of(probs, len(wave), SPEECH)
     return diarize(wave, spans, o.num_speakers, o.min_speakers, o.max_speakers, voices, encoder)

@@ -16,6 +16,7 @@ from scriba.media.load import AudioError, AudioInput, is_audio_pair, load_audio
 from scriba.runtime.loops import acquire_loop, release_loop
 from scriba.transcription.driver import Event, SegmentsReady, run
 from scriba.transcription.file import FileTranscription
+from scriba.transcription.kept_voices import speaker_voices
 from scriba.transcription.options import TranscribeOptions
 from scriba.transcription.progress import Progress, Reporter, reporter
 from scriba.transcription.results import Transcription
@@ -23,7 +24,6 @@ from scriba.speakers.encoders import speaker_encoder
 from scriba.transcription.speaker_labels import (
     changes_inside,
     find_speakers,
-    known_voices,
     label_speakers,
     token_splitter,
 )
@@ -117,7 +117,7 @@ def _begun(decoder: WindowDecoder, sources: list, raise_errors: bool, report, st
     say, o, loop = report or (lambda p: None), decoder.options, decoder.loop
     language = _check_request_options(loop.engine, o.language, o.task)
     encoder = speaker_encoder(o.speaker_model) if o.diarize else None
-    voices = known_voices(o.known_speakers, encoder) if o.diarize else None
+    voices = speaker_voices(o, encoder) if o.diarize else None
     say(Progress("reading audio"))
     waves, errors = _load_all(sources, raise_errors)
     say(Progress("finding speech"))

@@ -9,6 +9,7 @@
     scriba ui [--host 127.0.0.1] [--port 7860] [--share]
     scriba download MODEL [--revision R] [--to FOLDER]
     scriba serve [--host 127.0.0.1] [--port 8000] [--model M ...] [--summarizer S] [--api-key KEY] [--ui]
+    scriba voices add NAME CLIP... [--replace|--extend] | list | remove NAME | rename OLD NEW
     scriba batch INPUTS... --output OUT.jsonl|OUT.parquet [--workers N] [--ray-address ADDR]
     scriba generate MODEL [TEXT ...] [--max-tokens N] [--temperature T] [--seed S] [--json]
 
@@ -29,6 +30,7 @@ from scriba.app.cli.engine_options import add_engine_options, engine_options
 from scriba.app.cli.subtitle_flags import add_subtitle_flags, subtitle_options
 from scriba.app.cli.transcribe_flags import add_transcribe_flags
 from scriba.app.cli.transcribe_flags import transcribe_options as flags_to_options
+from scriba.app.cli.voices import add_voices_parser, run_voices
 from scriba.app.cluster.commands import (
     add_batch_parser,
     add_ray_serve_options,
@@ -53,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(sub)
     _add_download(sub)
     _add_prepare(sub)
+    add_voices_parser(sub)
     add_batch_parser(sub)
     return parser
 
@@ -345,6 +348,7 @@ COMMANDS = {
     "prepare": run_prepare,
     "serve": run_serve,
     "batch": run_batch,
+    "voices": run_voices,
 }
 
 

@@ -21,6 +21,7 @@ FLAGS = {
     "num_speakers": ("--num-speakers", int, "with --diarize: exactly this many speakers"),
     "min_speakers": ("--min-speakers", int, "with --diarize: at least this many speakers"),
     "max_speakers": ("--max-speakers", int, "with --diarize: at most this many speakers"),
+    "use_voice_library": ("--no-voices", bool, "with --diarize: do not name speakers from the voice library"),
     "language_detection_threshold": (
         "--language-detection-threshold", float,
         "a speech window this sure of its language decides it (else more windows vote)",

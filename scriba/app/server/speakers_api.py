@@ -2,7 +2,8 @@
 with `speaker`: A, B, ... or a known speaker's name; `type` transcript.text.segment), the known
 speakers as `known_speaker_names[]` with `known_speaker_references[]` (short clips as data URLs),
 and Scriba's fields `diarize`, `num_speakers`, `min_speakers`, `max_speakers` (speakers in
-verbose_json, srt, vtt and text)."""
+verbose_json, srt, vtt and text) and `use_voice_library` (false: the voices kept on the server,
+`scriba voices`, name no one)."""
 
 from __future__ import annotations
 
@@ -30,12 +31,20 @@ def speaker_options(form, fmt: str) -> dict:
     known = known_speakers(form.getlist(NAMES), form.getlist(REFERENCES))
     if known:
         options["known_speakers"] = known
-    flag = str(form.get("diarize", "")).strip().lower()
-    if flag not in ("", "true", "false", "1", "0"):
-        raise APIError(400, f"diarize must be true or false, got {flag!r}", "diarize")
+    flag = _switch(form, "diarize")
     if fmt == "diarized_json" or flag in ("true", "1") or options:
         options["diarize"] = True
+    if _switch(form, "use_voice_library") in ("false", "0"):
+        options["use_voice_library"] = False
     return options
+
+
+def _switch(form, name: str) -> str:
+    """A true/false form field as given ('' when it is not)."""
+    flag = str(form.get(name, "")).strip().lower()
+    if flag not in ("", "true", "false", "1", "0"):
+        raise APIError(400, f"{name} must be true or false, got {flag!r}", name)
+    return flag
 
 
 def known_speakers(names: list, references: list) -> dict[str, bytes]:

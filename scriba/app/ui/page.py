@@ -23,8 +23,9 @@ from scriba.app.ui.transcribe_tab import (
     PRECISION_INFO,
     follow_model,
     precision_choices,
-    seek_to_segment,
+    remember_voices,
     rename_speakers,
+    seek_to_segment,
     stream_transcription,
 )
 from scriba.models.offline import offered_models
@@ -101,6 +102,8 @@ def _results() -> dict:
             visible=False,
         ),
         rename=gr.Button("Rename speakers", elem_id="rename-speakers"),
+        remember=gr.Button("Remember these voices", elem_id="remember-voices"),
+        remembered=gr.Markdown("", elem_id="remembered-voices"),
         kept=gr.State(None),  # the last result, for renaming its speakers
         downloads=gr.File(
             label="Downloads (TXT, SRT, VTT, TSV, LRC, JSON)",
@@ -185,6 +188,7 @@ def _rename_on_click(out: dict) -> None:
     """"Rename speakers": the transcript, segments and downloads with the table's names."""
     renamed = [out["transcript"], out["segments"], out["downloads"]]
     out["rename"].click(rename_speakers, [out["kept"], out["speakers"]], renamed)
+    out["remember"].click(remember_voices, [out["kept"], out["speakers"]], [out["remembered"]])
 
 
 def _seek(event: gr.SelectData):  # Gradio passes the click by this annotation

@@ -1,10 +1,13 @@
 """Speakers on the Transcribe tab: the transcript as each speaker's turns, the speakers table
 (label, the name to show, speaking time) whose names the person can edit, and the result with
-those names, on the page and in the downloads."""
+those names, on the page and in the downloads; "Remember these voices" keeps the named
+speakers' voices in the voice library, so that the next recordings name them too."""
 
 from __future__ import annotations
 
 import copy
+
+import numpy as np
 
 from scriba.app.ui.text import clock
 from scriba.transcription.writers import labelled
@@ -40,6 +43,30 @@ def renamed(result, rows) -> object:
     for s in copied.speakers or []:
         s.name = names.get(s.name, s.name)
     return copied
+
+
+VOICE_SECONDS = 60.0  # of a speaker's segments read for their voice at most
+
+
+def named_rows(rows) -> dict[str, str]:
+    """label -> the person's name, for each row given a name of its own (not a SPEAKER_ label)."""
+    named = {}
+    for row in _rows(rows):
+        label, name = str(row[0]), str(row[1]).strip()
+        if name and name != label and not name.startswith("SPEAKER_"):
+            named[label] = name
+    return named
+
+
+def speaker_speech(result, wave: np.ndarray, label: str, rate: int = 16000) -> np.ndarray:
+    """The samples of `label`'s segments in `wave`, joined (VOICE_SECONDS at most)."""
+    pieces, total = [], 0
+    for seg in result.segments:
+        if seg.speaker == label and total < VOICE_SECONDS * rate:
+            piece = wave[int(seg.start * rate) : int(seg.end * rate)]
+            pieces.append(piece[: int(VOICE_SECONDS * rate) - total])
+            total += len(pieces[-1])
+    return np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
 
 
 def _rows(rows) -> list[list]:

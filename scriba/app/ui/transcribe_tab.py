@@ -10,7 +10,7 @@ import threading
 from scriba.app.ui import uploads
 from scriba.app.ui.advanced import advanced_options, subtitle_choice
 from scriba.app.ui.choices import describe_model, model_arg, whisper_facts
-from scriba.app.ui.speakers_view import renamed, speaker_rows, turns_text
+from scriba.app.ui.speakers_view import named_rows, renamed, speaker_rows, speaker_speech, turns_text
 from scriba.app.ui.text import clock, language_line, paragraphs, seconds_of
 from scriba.media.load import SAMPLE_RATE, AudioError, load_audio
 from scriba.transcription.options import TranscribeOptions
@@ -181,6 +181,29 @@ def rename_speakers(kept, rows):
         [segment_row(s) for s in named.segments],
         gr.update(value=_downloads(named, audio_path, subtitles), visible=True),
     )
+
+
+def remember_voices(kept, rows) -> str:
+    """Gradio handler for "Remember these voices": each speaker given a name in the table has
+    their voice kept under it (added to a voice already kept under that name)."""
+    from scriba.media.load import load_audio
+    from scriba.speakers.voice_library import VoiceLibrary
+    from scriba.transcription.kept_voices import remember_voice
+
+    if not kept:
+        raise uploads.user_error("Transcribe something with speakers first.")
+    result, (audio_path, _, _) = kept
+    named = named_rows(rows)
+    if not named:
+        raise uploads.user_error("Type a speaker's name in the table first: that name is the one kept.")
+    wave, library, said = load_audio(audio_path), VoiceLibrary(), []
+    for label, name in named.items():
+        try:
+            voice = remember_voice(name, [speaker_speech(result, wave, label)], extend=True, library=library)
+        except ValueError as e:
+            raise uploads.user_error(f"{name}'s voice was not kept: {e}") from None
+        said.append(f"{voice.name} ({voice.seconds:.0f} s of speech)")
+    return "Kept the voices of " + ", ".join(said) + ": the next recordings name them."
 
 
 def _downloads(result, audio_path: str, subtitles=None) -> list[str]:

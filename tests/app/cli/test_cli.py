@@ -285,3 +285,40 @@ def test_transcribe_with_speakers(tmp_path):
     ]:
         bad = scriba("transcribe", talk, *args)
         assert bad.returncode != 0 and bad.stderr.strip() == message, bad.stderr
+
+
+def test_voices_kept_name_the_speakers_of_the_next_transcription(tmp_path):
+    """`scriba voices add/list/rename/remove`; `transcribe --diarize` names a kept voice, and with
+    --no-voices does not; bad clips, names taken and a missing library are one-line errors."""
+    import os
+
+    env = {**os.environ, "SCRIBA_DATA": str(tmp_path / "data")}
+    run = lambda *args: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "scriba.app.cli.main", *map(str, args)], capture_output=True, text=True,
+        timeout=300, env=env,
+    )
+    bad = run("voices", "remove", "Linda")
+    assert bad.returncode != 0 and bad.stderr.startswith("scriba: error: no voice library at "), bad.stderr
+    added = run("voices", "add", "Lin", clip(REFERENCES["ljspeech"]))
+    assert added.returncode == 0 and added.stdout.startswith("kept 'Lin': "), added.stderr
+    assert run("voices", "rename", "Lin", "Linda").returncode == 0
+    assert run("voices", "list").stdout.split("\t")[0] == "Linda"
+    wave, _ = conversation()
+    talk = tmp_path / "talk.wav"
+    sf.write(talk, wave, 16000)
+    silence = tmp_path / "silence.wav"
+    sf.write(silence, wave[:0].tolist() + [0.0] * 32000, 16000)
+    named = json.loads(run("transcribe", talk, "--diarize", "--format", "json").stdout)
+    assert [s["name"] for s in named["speakers"]] == ["Linda", "SPEAKER_00"]
+    plain = json.loads(run("transcribe", talk, "--diarize", "--no-voices", "--format", "json").stdout)
+    assert [s["name"] for s in plain["speakers"]] == ["SPEAKER_00", "SPEAKER_01"]
+    for args, message in [
+        (["add", "Linda", clip(REFERENCES["librispeech_61"])], "scriba: error: a voice named 'Linda' is"),
+        (["add", "Sam", silence], f"scriba: error: {silence}: not usable as a voice clip: it holds 0.0 s of"),
+        (["remove", "Sam"], "scriba: error: no voice named 'Sam' is kept (kept: Linda)"),
+    ]:
+        bad = run("voices", *args)
+        assert bad.returncode != 0 and bad.stderr.strip().startswith(message), bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1
+    assert run("voices", "remove", "Linda").returncode == 0
+    assert run("voices", "list").stdout.startswith("no voices kept")

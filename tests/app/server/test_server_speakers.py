@@ -90,6 +90,22 @@ def test_known_speakers_name_the_voices(client, talk):
     assert agreement(d.segments, reference, {"Linda": "ljspeech", "Sam": "librispeech_61"}) >= 0.95
 
 
+def test_the_voice_library_names_the_voices_unless_the_request_says_not(client, talk, monkeypatch, tmp_path):
+    import scriba
+
+    path, reference = talk
+    monkeypatch.setenv("SCRIBA_DATA", str(tmp_path))
+    scriba.remember_voice("Linda", clip(REFERENCES["ljspeech"]))
+    for extra, mapping in [({}, {"Linda": "ljspeech", "A": "librispeech_61"}),
+                           ({"use_voice_library": "false"}, {"A": "ljspeech", "B": "librispeech_61"})]:
+        with open(path, "rb") as f:
+            d = client.audio.transcriptions.create(
+                model="whisper-1", file=f, response_format="diarized_json", extra_body=extra
+            )
+        assert {s.speaker for s in d.segments} == set(mapping)
+        assert agreement(d.segments, reference, mapping) >= 0.95
+
+
 def test_speakers_in_verbose_json_and_the_text_formats(client, talk):
     path, reference = talk
     with open(path, "rb") as f:
@@ -143,6 +159,7 @@ def test_the_stream_ends_with_the_labelled_segments(server, talk):
     ({"min_speakers": "3", "max_speakers": "2"}, "min_speakers",
      "min_speakers (3) is more than max_speakers (2)"),
     ({"num_speakers": "two"}, "num_speakers", "num_speakers must be a whole number, got 'two'"),
+    ({"use_voice_library": "maybe"}, "use_voice_library", "use_voice_library must be true or false, got"),
 ])
 def test_bad_speaker_requests_are_400s_and_the_server_keeps_serving(server, client, fields, param, message):
     with open(paths.JFK, "rb") as f:

@@ -257,3 +257,24 @@ def test_speakers_label_the_transcript_and_are_renamed_on_the_page_and_in_the_do
     assert kept[0].speakers[0].name == "SPEAKER_00"  # the kept result is unchanged: renames start from it
     with pytest.raises(gr.Error, match="Transcribe something with speakers first"):
         ui.transcribe_tab.rename_speakers(None, table)
+
+
+
+def test_remembered_voices_name_the_speakers_of_the_next_recording(tmp_path, monkeypatch):
+    import soundfile as sf
+    from speakers import conversation
+
+    monkeypatch.setenv("SCRIBA_DATA", str(tmp_path / "data"))
+    wave, reference = conversation()
+    path = tmp_path / "talk.wav"
+    sf.write(path, wave, 16000)
+    run = lambda: ui.run_transcription(str(path), "", "auto", "transcribe", True, "int8", False, True, 0)  # noqa: E731
+    *_, kept = run()
+    with pytest.raises(gr.Error, match="Type a speaker's name in the table first"):
+        ui.transcribe_tab.remember_voices(kept, [["SPEAKER_00", "", "0"], ["SPEAKER_01", "SPEAKER_01", "0"]])
+    table = [["SPEAKER_00", "Linda", "0:15"], ["SPEAKER_01", "", "0:12"]]
+    said = ui.transcribe_tab.remember_voices(kept, table)
+    assert said.startswith("Kept the voices of Linda (")
+    _, text, rows, _, _, speakers, _ = run()
+    assert text.startswith("[Linda]: The") and "[SPEAKER_00]: " in text
+    assert [r[0] for r in speakers["value"]] == ["Linda", "SPEAKER_00"]
