@@ -186,7 +186,6 @@ def rename_speakers(kept, rows):
 def remember_voices(kept, rows) -> str:
     """Gradio handler for "Remember these voices": each speaker given a name in the table has
     their voice kept under it (added to a voice already kept under that name)."""
-    from scriba.media.load import load_audio
     from scriba.speakers.voice_library import VoiceLibrary
     from scriba.transcription.kept_voices import remember_voice
 
