@@ -29,6 +29,7 @@ class FileTranscription:
         self.multilingual = multilingual
         # faster-whisper's multilingual=True: each window detects its own language (no vote)
         self.per_window = o.multilingual and multilingual
+        self.first_window = len(wave)  # where the earliest window completed so far starts
         self.vote = LanguageVote(o.language_detection_threshold, o.language_detection_segments)
         self.clips = bool(o.clip_timestamps)
         self.vad = not self.clips and (
@@ -69,6 +70,10 @@ class FileTranscription:
     ) -> tuple[list[Segment], float]:
         """The window's complete segments, in the file's timeline; returns them (stream times
         stay in their tokens) and how far they reach (seconds)."""
+        if self.per_window and window.start < self.first_window:
+            # faster-whisper's multilingual file is in the first window's language, whichever
+            # window the batch happens to complete first
+            self.language, self.first_window = result.language, window.start
         self.language = self.language or result.language  # an English-only model's "en"
         language = result.language if self.per_window else self.language
         ts, words_of = decoder.tokens.timestamp_begin, decoder.words_of(result, language)
@@ -88,7 +93,9 @@ class FileTranscription:
                     w.end = max(w.end, w.start)
                 s.start, s.end = s.words[0].start, s.words[-1].end
         if self.speech is not None:
-            bounds = self.map.span_to_original(window.offset, window.offset + window.seconds, margin=0.0)
+            # nothing reaches past where the next window starts (the seek), into its segments
+            reach = window.offset + min(advance, window.seconds)
+            bounds = self.map.span_to_original(window.offset, reach, margin=0.0)
             place_on_speech(new, self.speech, bounds)
         self.segments += new
         self.held += new
