@@ -4,17 +4,14 @@ Public names: transcribe, transcribe_stream, summarize, the voice library (remem
 forget_voice, kept_voices), unload, loaded_models, Engine, EngineConfig, SamplingParams, the prompt
 types and outputs.
 They are imported on first use, so `import scriba` is quick and torch loads only when needed.
+Importing changes nothing process-wide: the heap settings (engine/host_heap.py) are set where
+Scriba's own programs start (the `scriba` command) and, in a host program, when an engine first
+sizes its KV pool on the CPU (engine/memory.py).
 """
 
 import importlib
 
-from scriba.engine.host_heap import reuse_freed_memory
-
 __version__ = "0.1.0"
-
-# glibc's arena cap and thresholds before any other thread of the process (numpy's, torch's,
-# OpenVINO's) takes an arena of its own: an unloaded model's memory then goes back (host_heap.py).
-reuse_freed_memory()
 
 _EXPORTS = {
     "transcribe": "scriba.transcription.transcribe",

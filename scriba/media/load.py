@@ -14,10 +14,9 @@ import numpy as np
 
 from scriba.media.decode import decode_file, probe_duration
 from scriba.media.errors import AudioError, DamagedAudio, EmptyAudio
+from scriba.media.rate import SAMPLE_RATE
 
 __all__ = ["SAMPLE_RATE", "AudioError", "load_audio", "probe_duration"]
-
-SAMPLE_RATE = 16000  # what speech models take; files are resampled to it
 
 AudioInput = Union[str, os.PathLike, bytes, bytearray, Any]  # path, bytes, file object, (array, rate), array
 

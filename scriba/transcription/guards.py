@@ -6,13 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from scriba.transcription.options import APPEND, COMPRESSION_RATIO, LOGPROB, NO_SPEECH, PREPEND
 from scriba.transcription.results import Segment, WindowResult, Word
-from scriba.transcription.words import APPEND, PREPEND
-
-# openai-whisper's defaults (TranscribeOptions takes them from here)
-COMPRESSION_RATIO = 2.4
-LOGPROB = -1.0
-NO_SPEECH = 0.6
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scriba.transcription.guards import COMPRESSION_RATIO, LOGPROB, NO_SPEECH
 from scriba.transcription.language_vote import MAX_WINDOWS, THRESHOLD, LanguageVote
-from scriba.transcription.vad import VadOptions
-from scriba.transcription.words import APPEND, PREPEND
+from scriba.transcription.vad_options import VadOptions
 
 MODES = ("batched", "sequential")
 # faster-whisper's transcribe() names that are said otherwise here
@@ -28,6 +26,13 @@ FASTER_WHISPER_NAMES = {
     "chunk_length": "none: a window is Whisper's 30 s",
 }
 TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # openai-whisper's fallback
+# openai-whisper's guards: a window is decoded again when its text repeats this much (gzip ratio) or
+# its mean log-prob is below LOGPROB; it is silence when <|nospeech|> is above NO_SPEECH and
+# the log-prob is low too (guards.py)
+COMPRESSION_RATIO, LOGPROB, NO_SPEECH = 2.4, -1.0, 0.6
+# openai-whisper's marks joined to the next / the previous word (words.py)
+PREPEND = "\"'“¡¿([{-"
+APPEND = "\"'.。,，!！?？:：”)]}、"
 VAD_CHOICES = {"auto": None, "on": True, "off": False}  # the CLI's and the page's words -> vad_filter
 
 

@@ -16,7 +16,8 @@ import numpy as np
 from scriba.speakers.assign import speakers_of
 from scriba.speakers.diarize import Diarization, diarize
 from scriba.transcription.results import Segment, Speaker, Transcription
-from scriba.transcription.vad import VadOptions, chunks_of, speech_probabilities
+from scriba.transcription.vad import chunks_of, speech_probabilities
+from scriba.transcription.vad_options import VadOptions
 
 # Speech for voices: pauses of 0.3 s split turns; 0.2 s of padding keeps word edges.
 SPEECH = VadOptions(min_silence_duration_ms=300, speech_pad_ms=200)

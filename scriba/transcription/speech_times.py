@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from scriba.media.load import SAMPLE_RATE
-from scriba.transcription.vad import VadOptions, chunks_of
+from scriba.transcription.vad import chunks_of
+from scriba.transcription.vad_options import VadOptions
 
 EDGES = VadOptions(min_silence_duration_ms=200, speech_pad_ms=50)
 REACH = 1.0  # seconds a boundary inside speech may move to the speech's edge

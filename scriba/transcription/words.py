@@ -10,12 +10,11 @@ import numba
 import numpy as np
 import torch
 
+from scriba.transcription.options import APPEND, PREPEND
 from scriba.transcription.results import Word
 from scriba.whisper.constants import TIME_PRECISION
 
 MEDIAN_FILTER_WIDTH = 7
-PREPEND = "\"'“¡¿([{-"
-APPEND = "\"'.。,，!！?？:：”)]}、"
 NO_SPACES = {"zh", "ja", "th", "lo", "my", "yue"}  # languages written without spaces between words
 
 

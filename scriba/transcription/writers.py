@@ -1,5 +1,5 @@
 """Transcripts as txt, srt, vtt, tsv, lrc or json: openai-whisper's writers' text (srt, vtt, tsv, txt),
-whisper.cpp's lyrics (lrc)."""
+whisper.cpp's lyrics (lrc); and as documents (docx, html, md: documents.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import json
 import os
 import re
 
+from scriba.transcription.documents import DOCUMENTS, render_document, to_html, to_markdown
 from scriba.transcription.results import Transcription
 from scriba.transcription.subtitles import SubtitleOptions, cues, labelled, well_formed
 
-FORMATS = ("txt", "srt", "vtt", "tsv", "lrc", "json")
+TEXT_FORMATS = ("txt", "srt", "vtt", "tsv", "lrc", "json")
+FORMATS = TEXT_FORMATS + DOCUMENTS
 LINE_FORMATS = ("srt", "vtt")  # the formats whose cues follow SubtitleOptions
 
 
@@ -117,21 +119,42 @@ def to_json(result: Transcription, subtitles: SubtitleOptions | None = None) -> 
 
 
 _WRITERS = {"txt": to_txt, "srt": to_srt, "vtt": to_vtt, "tsv": to_tsv, "lrc": to_lrc, "json": to_json}
+_TEXT_DOCUMENTS = {"html": to_html, "md": to_markdown}
 
 
-def format_transcript(result: Transcription, fmt: str, subtitles: SubtitleOptions | None = None) -> str:
-    """`subtitles`: how SRT/VTT cues are cut from the words (subtitles.py; WORD_CUES: a cue per word)."""
+def format_transcript(
+    result: Transcription, fmt: str, subtitles: SubtitleOptions | None = None, times: bool = False
+) -> str:
+    """The transcript as text in `fmt` (any format but docx, which is a binary file).
+    `subtitles`: how SRT/VTT cues are cut from the words (subtitles.py; WORD_CUES: a cue per word);
+    `times`: the documents' paragraphs show when they start."""
+    if fmt in _TEXT_DOCUMENTS:
+        return _TEXT_DOCUMENTS[fmt](result, times)
+    if fmt == "docx":
+        raise ValueError("docx is a binary file, not text: write it to a file (--output-dir)")
     if fmt not in _WRITERS:
         raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     return _WRITERS[fmt](result, subtitles)
 
 
+def transcript_bytes(
+    result: Transcription, fmt: str, subtitles: SubtitleOptions | None = None, times: bool = False,
+    title: str = "Transcript",
+) -> bytes:
+    """The file's bytes in any of FORMATS (text in UTF-8); `title` heads a document."""
+    if fmt in DOCUMENTS:
+        return render_document(result, fmt, times, title)
+    return format_transcript(result, fmt, subtitles).encode("utf-8")
+
+
 def write_transcript(
-    result: Transcription, fmt: str, output_dir: str, stem: str, subtitles: SubtitleOptions | None = None
+    result: Transcription, fmt: str, output_dir: str, stem: str, subtitles: SubtitleOptions | None = None,
+    times: bool = False,
 ) -> str:
-    """Write `<output_dir>/<stem>.<fmt>` and return its path."""
-    os.makedirs(output_dir, exist_ok=True)
+    """Write `<output_dir>/<stem>.<fmt>` (the stem may hold sub-folders) and return its path."""
     path = os.path.join(output_dir, f"{stem}.{fmt}")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(format_transcript(result, fmt, subtitles))
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    title = os.path.basename(stem)
+    with open(path, "wb") as f:
+        f.write(transcript_bytes(result, fmt, subtitles, times, title))
     return path

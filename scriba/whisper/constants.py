@@ -1,6 +1,6 @@
 """Whisper's audio constants: its sample rate, log-mel hop, window and timestamp step."""
 
-from scriba.media.load import SAMPLE_RATE
+from scriba.media.rate import SAMPLE_RATE
 
 __all__ = ["HOP_LENGTH", "SAMPLE_RATE", "TIME_PRECISION", "WINDOW_SAMPLES", "WINDOW_SECONDS"]
 

@@ -1,7 +1,8 @@
 """The `scriba` command line.
 
-    scriba transcribe FILE ... [--model M] [--language L] [--task T] [--mode M] [--beam-size K]
-                               [--format txt|srt|vtt|tsv|lrc|json] [--output-dir DIR] [--max-line-width N]
+    scriba transcribe FILE|FOLDER ... [--model M] [--language L] [--task T] [--mode M] [--beam-size K]
+                               [--format txt|srt|vtt|tsv|lrc|json|docx|html|md[,...]] [--output-dir DIR]
+                               [--glob PATTERN] [--skip-existing] [--times] [--max-line-width N]
                                [--max-line-count N] [--max-words-per-line N] [--highlight-words]
                                [--word-cues] [faster-whisper's
                                options: --hotwords, --prefix, --multilingual, --clip-timestamps, ...]
@@ -24,12 +25,11 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import replace
 
 from scriba.app.cli.engine_options import add_engine_options, engine_options
-from scriba.app.cli.subtitle_flags import add_subtitle_flags, subtitle_options
+from scriba.app.cli.subtitle_flags import add_subtitle_flags
+from scriba.app.cli.transcribe_files import add_output_flags, run_transcribe
 from scriba.app.cli.transcribe_flags import add_transcribe_flags
-from scriba.app.cli.transcribe_flags import transcribe_options as flags_to_options
 from scriba.app.cli.voices import add_voices_parser, run_voices
 from scriba.app.cluster.commands import (
     add_batch_parser,
@@ -38,7 +38,6 @@ from scriba.app.cluster.commands import (
     run_serve_on_ray,
 )
 from scriba.summarization import DEFAULT_SUMMARIZER
-from scriba.transcription.writers import FORMATS
 
 MODEL_TTL = 300.0  # scriba serve: seconds a model stays loaded unused (speaches' default)
 
@@ -74,13 +73,15 @@ def _add_generate(sub) -> None:
 
 def _add_transcribe(sub) -> None:
     tr = sub.add_parser(
-        "transcribe", help="transcribe audio files (default model: the bundled Whisper tiny.en)"
+        "transcribe", help="transcribe audio and video files, or folders of them (default model: tiny.en)"
     )
-    tr.add_argument("files", nargs="+", help="audio files (wav, flac, ogg, mp3, m4a, mp4, webm, opus, ...)")
+    tr.add_argument(
+        "files", nargs="+", metavar="FILE|FOLDER",
+        help="audio or video files (wav, flac, ogg, mp3, m4a, mp4, mkv, webm, opus, ...) or folders of them",
+    )
     add_transcribe_flags(tr)
     add_subtitle_flags(tr)
-    tr.add_argument("--format", default="txt", choices=FORMATS)
-    tr.add_argument("--output-dir", default=None, help="write <file stem>.<format> there instead of printing")
+    add_output_flags(tr)
     add_engine_options(tr)
 
 
@@ -227,61 +228,6 @@ def run_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def transcribe_options(args: argparse.Namespace):
-    """`scriba transcribe`'s flags as TranscribeOptions (subtitle lines need word times)."""
-    options = flags_to_options(args, engine_options(args))
-    if not subtitle_options(args).is_plain and not options.word_timestamps:
-        options = replace(options, word_timestamps=True)
-    return options
-
-
-def _print_as_decoded(audio, args: argparse.Namespace) -> None:
-    """One file to the terminal: each segment printed as soon as it is decoded, in order."""
-    from scriba.transcription.stream import transcribe_stream
-    from scriba.transcription.writers import stream_transcript
-
-    bar = sys.stderr.isatty() and not sys.stdout.isatty()  # on a terminal, the text is the progress
-    segments, _ = transcribe_stream(audio, transcribe_options(args), progress=bar)
-    for piece in stream_transcript(segments, args.format, subtitle_options(args)):
-        print(piece, end="", flush=True)
-
-
-def run_transcribe(args: argparse.Namespace) -> int:
-    from scriba.media.load import SAMPLE_RATE, AudioError, load_audio
-    from scriba.transcription.transcribe import transcribe
-    from scriba.transcription.writers import format_transcript, write_transcript
-
-    missing = [f for f in args.files if not os.path.isfile(f)]
-    if missing:
-        raise FileNotFoundError(
-            f"no such audio file: {missing[0]}"
-            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
-        )
-    waves, names, failed = [], [], 0
-    for f in args.files:  # a file that is not audio is reported; the others are still transcribed
-        try:
-            waves.append((load_audio(f), SAMPLE_RATE))
-            names.append(f)
-        except AudioError as e:
-            print(f"scriba: error: {e}", file=sys.stderr)
-            failed += 1
-    streams = not args.output_dir and args.format != "json" and not args.diarize  # speakers come at the end
-    if len(waves) == 1 and streams:
-        _print_as_decoded(waves[0], args)
-    elif waves:
-        results = transcribe(waves, transcribe_options(args), progress=sys.stderr.isatty())
-        for name, result in zip(names, results):
-            stem = os.path.splitext(os.path.basename(name))[0]
-            if args.output_dir:
-                path = write_transcript(result, args.format, args.output_dir, stem, subtitle_options(args))
-                print(path, file=sys.stderr)
-            else:
-                if len(names) > 1:
-                    print(f"==> {name} <==")
-                print(format_transcript(result, args.format, subtitle_options(args)), end="")
-    return 1 if failed else 0
-
-
 def run_summarize(args: argparse.Namespace) -> int:
     from scriba.summarization.summarize import summarize
 
@@ -382,7 +328,12 @@ def console() -> None:
     """The `scriba` console script: main(), then, for the commands above, straight out once
     the output is flushed. The interpreter's own shutdown (freeing torch, OpenVINO, numba and the
     engine's memory one object at a time) took 0.7-0.8 s after a one-clip transcription on
-    this project's 2-core machine, longer than the clip's decoding; the OS frees it all at once."""
+    this project's 2-core machine, longer than the clip's decoding; the OS frees it all at once.
+    The heap's settings come first, before any thread of numpy's, torch's or OpenVINO's takes
+    an arena of its own (engine/host_heap.py)."""
+    from scriba.engine.host_heap import reuse_freed_memory
+
+    reuse_freed_memory()
     code = main()
     if len(sys.argv) > 1 and sys.argv[1] in QUICK_EXIT:
         sys.stdout.flush()

@@ -78,7 +78,7 @@ def test_transcribe_bad_files_and_model(tmp_path):
     missing = scriba("transcribe", str(tmp_path / "gone.wav"))
     assert (
         missing.returncode == 1
-        and missing.stderr == f"scriba: error: no such audio file: {tmp_path / 'gone.wav'}\n"
+        and missing.stderr == f"scriba: error: no such audio file or folder: {tmp_path / 'gone.wav'}\n"
     )
     bad = tmp_path / "notes.wav"
     bad.write_text("not audio\n")

@@ -234,9 +234,10 @@ def test_a_client_that_hangs_up_frees_its_blocks(server, tmp_path):
     url, served = server
     manager = served.loop(None).engine.block_manager
     long = tmp_path / "long.flac"
-    # 5.6 minutes: about 12 s of decoding here, so blocks free within 6 s of the hang-up were freed
-    # by the cancellation, not by the transcription finishing
-    sf.write(long, np.concatenate([load_audio(JFK), np.zeros(48000, np.float32)] * 24), 16000)
+    # 9.3 minutes (under the 10-minute limit; 8 kHz keeps it under the 8 MB one): more decoding
+    # than the 2.5 s before the hang-up even on a fast AMX host, so the blocks are still held then
+    wave = np.concatenate([load_audio(JFK), np.zeros(48000, np.float32)] * 40)[::2]
+    sf.write(long, wave, 8000)
     gc.collect()
     gc.disable()
     try:
