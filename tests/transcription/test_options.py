@@ -4,7 +4,8 @@ import dataclasses
 
 import pytest
 
-from scriba.app.cli.main import build_parser, transcribe_options
+from scriba.app.cli.main import build_parser
+from scriba.app.cli.transcribe_files import transcribe_options
 from scriba.transcription.options import TEMPERATURES, TranscribeOptions
 from scriba.transcription.vad import VadOptions
 

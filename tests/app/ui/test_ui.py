@@ -210,6 +210,12 @@ def test_the_advanced_options_reach_the_transcription():
         advanced_options(list({**defaults, "suppress_tokens": "x"}.values()))
 
 
+def _texts(paths) -> dict[str, str]:
+    """The downloads that are text (all but the .docx), by suffix."""
+    texts = [f for f in paths if not f.endswith(".docx")]
+    return {os.path.splitext(f)[1]: open(f, encoding="utf-8").read() for f in texts}
+
+
 def test_the_subtitle_downloads_cut_their_lines_as_asked():
     """The Advanced options' subtitle lines reach the SRT and VTT downloads as the writers cut
     them (the subtitles' own tests hold them to openai-whisper's); the other files stay whole."""
@@ -221,7 +227,7 @@ def test_the_subtitle_downloads_cut_their_lines_as_asked():
     values = [""] * 4 + ["-1", 1, 1, 224, 1.0, 1.0, 0, 1.0, 1.0, False, True, True, "auto", 24, 2, 0, True]
     assert len(values) == len(NAMES)
     *_, files, _, _, _ = ui.run_transcription(JFK, "", "auto", "transcribe", True, "int8", advanced=values)
-    written = {os.path.splitext(f)[1]: open(f, encoding="utf-8").read() for f in files["value"]}
+    written = _texts(files["value"])
     words = scriba.transcribe(JFK, word_timestamps=True)
     lines = SubtitleOptions(max_line_width=24, max_line_count=2, highlight_words=True)
     assert written[".srt"] == format_transcript(words, "srt", lines) and "<u>" in written[".srt"]
@@ -251,7 +257,7 @@ def test_speakers_label_the_transcript_and_are_renamed_on_the_page_and_in_the_do
     text, rows, files = ui.transcribe_tab.rename_speakers(kept, table)
     assert text.startswith("[Linda]: The") and "[SPEAKER_01]: " in text and "SPEAKER_00" not in text
     assert {row[2] for row in rows} == {"Linda", "SPEAKER_01"}
-    written = {os.path.splitext(f)[1]: open(f, encoding="utf-8").read() for f in files["value"]}
+    written = _texts(files["value"])
     assert written[".txt"].startswith("[Linda]: The") and "[Linda]: " in written[".srt"]
     assert [s["name"] for s in json.loads(written[".json"])["speakers"]] == ["Linda", "SPEAKER_01"]
     assert kept[0].speakers[0].name == "SPEAKER_00"  # the kept result is unchanged: renames start from it
